@@ -1,0 +1,1 @@
+"""The offline index builder: BDZ perfect hashing over seed neighborhoods, on-disk format."""

@@ -1,0 +1,168 @@
+"""Seeds, neighborhoods and the two-level position tables of each genome segment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from marose.dna import N_CODE
+from marose.errors import MaroseError
+from marose.reference import Reference
+
+from . import bdz
+
+EMPTY_KEY = np.uint32(0xFFFFFFFF)  # stored in slots no key hashes to
+MAX_SEED_WEIGHT = 12
+MAX_NEIGHBORHOOD = 16  # keys are uint32
+
+
+@dataclass(frozen=True)
+class IndexParams:
+    """What the index is built with: seed mask, neighborhood length, segment size."""
+
+    mask: str
+    ln: int
+    segment_size: int
+
+    def __post_init__(self) -> None:
+        if not self.mask or set(self.mask) - {"#", "-"} or self.mask[0] != "#" or self.mask[-1] != "#":
+            raise MaroseError(f"seed mask '{self.mask}': use '#' (must match) and '-' (ignored), "
+                              "starting and ending with '#'")
+        if not 1 <= self.weight <= MAX_SEED_WEIGHT:
+            raise MaroseError(f"seed mask '{self.mask}': weight must be 1..{MAX_SEED_WEIGHT}")
+        if not 1 <= self.ln <= MAX_NEIGHBORHOOD:
+            raise MaroseError(f"neighborhood length {self.ln}: must be 1..{MAX_NEIGHBORHOOD}")
+        if self.segment_size < 1:
+            raise MaroseError("segment size must be positive")
+
+    @property
+    def span(self) -> int:
+        return len(self.mask)
+
+    @property
+    def weight(self) -> int:
+        return self.mask.count("#")
+
+    @property
+    def width(self) -> int:
+        """Bases of genome one pattern covers: seed span plus neighborhood."""
+        return self.span + self.ln
+
+    @property
+    def n_seeds(self) -> int:
+        return 4**self.weight
+
+    @property
+    def seed_offsets(self) -> list[int]:
+        """Positions of the '#' in the mask."""
+        return [j for j, c in enumerate(self.mask) if c == "#"]
+
+
+@dataclass
+class Segment:
+    """The index of the patterns starting in [start, end) of the concatenated genome."""
+
+    start: int
+    end: int
+    hash_seed: np.ndarray  # uint32 per seed
+    vertex_offset: np.ndarray  # uint32 per seed + 1
+    g: np.ndarray  # packed, 16 vertices per uint32
+    slot_key: np.ndarray  # uint32 per vertex
+    slot_start: np.ndarray  # uint32 per vertex + 1, into positions
+    positions: np.ndarray  # uint32 genome positions (seed starts), ascending within a key
+    sum_count_sq: int  # sum over keys of (positions per key)^2
+
+    @property
+    def n_vertices(self) -> int:
+        return int(self.slot_key.size)
+
+
+def pattern_starts(ref: Reference, start: int, end: int, width: int) -> np.ndarray:
+    """Positions p in [start, end) whose window [p, p + width) is all A/C/G/T in one contig."""
+    stop = min(end, ref.total_length - width + 1)
+    if stop <= start:
+        return np.empty(0, dtype=np.int64)
+    window = ref.codes[start : stop + width - 1]
+    n_before = np.concatenate(([0], np.cumsum(window == N_CODE, dtype=np.int64)))
+    count = stop - start
+    no_n = n_before[width : width + count] == n_before[:count]
+    contig = ref.contig_of(np.arange(start, stop, dtype=np.int64))
+    contig_end = ref.offsets[1:][contig]
+    valid = no_n & (np.arange(start, stop) + width <= contig_end)
+    return np.flatnonzero(valid) + start
+
+
+def _pack(ref: Reference, start: int, stop: int, offsets: list[int]) -> np.ndarray:
+    """2-bit codes at the given offsets from every position in [start, stop), first most significant."""
+    packed = np.zeros(stop - start, dtype=np.uint32)
+    for j in offsets:
+        packed <<= np.uint32(2)
+        packed |= ref.codes[start + j : stop + j] & np.uint8(3)
+    return packed
+
+
+def seeds_and_keys(ref: Reference, positions: np.ndarray, params: IndexParams) -> tuple[np.ndarray, np.ndarray]:
+    """Seed id and neighborhood key of the patterns at the given (valid) positions."""
+    if positions.size == 0:
+        return np.empty(0, np.uint32), np.empty(0, np.uint32)
+    start, stop = int(positions[0]), int(positions[-1]) + 1
+    rel = positions - start
+    seeds = _pack(ref, start, stop, params.seed_offsets)[rel]
+    keys = _pack(ref, start, stop, list(range(params.span, params.width)))[rel]
+    return seeds, keys
+
+
+def _sort_patterns(seeds, keys, positions, params: IndexParams, start: int):
+    """Patterns sorted by (seed, key), positions ascending within a key."""
+    pattern = (seeds.astype(np.uint64) << np.uint64(2 * params.ln)) | keys
+    rel = (positions - start).astype(np.uint64)
+    pos_bits = max(1, int(rel.max()).bit_length()) if rel.size else 1
+    if 2 * (params.weight + params.ln) + pos_bits <= 64:
+        combined = np.sort((pattern << np.uint64(pos_bits)) | rel)
+        pattern = combined >> np.uint64(pos_bits)
+        positions = (combined & np.uint64((1 << pos_bits) - 1)).astype(np.int64) + start
+    else:
+        order = np.argsort(pattern, kind="stable")
+        pattern, positions = pattern[order], positions[order]
+    mask = np.uint64((1 << (2 * params.ln)) - 1)
+    return (pattern >> np.uint64(2 * params.ln)).astype(np.int64), (pattern & mask).astype(np.uint32), positions
+
+
+HashBuilder = Callable[[np.ndarray, np.ndarray, int], bdz.PerfectHash]
+
+
+def build_segment(ref: Reference, start: int, end: int, params: IndexParams,
+                  hash_builder: HashBuilder = bdz.build) -> Segment:
+    """Index the patterns starting in [start, end)."""
+    positions = pattern_starts(ref, start, end, params.width)
+    seeds, keys = seeds_and_keys(ref, positions, params)
+    seeds, keys, positions = _sort_patterns(seeds, keys, positions, params, start)
+    new_key = np.ones(positions.size, dtype=bool)
+    new_key[1:] = (seeds[1:] != seeds[:-1]) | (keys[1:] != keys[:-1])
+    first = np.flatnonzero(new_key)
+    counts = np.diff(np.append(first, positions.size))
+    key_seed, key = seeds[first], keys[first]
+    ph = hash_builder(key_seed, key, params.n_seeds)
+    voff = ph.vertex_offset.astype(np.int64)
+    part = (voff[key_seed + 1] - voff[key_seed]) // bdz.PARTS
+    vertex = bdz.phf(bdz.hyperedges(key, ph.hash_seed[key_seed], part, voff[key_seed]), ph.g)
+    n_vertices = int(voff[-1])
+    slot_key = np.full(n_vertices, EMPTY_KEY, dtype=np.uint32)
+    slot_key[vertex] = key
+    per_slot = np.zeros(n_vertices, dtype=np.int64)
+    per_slot[vertex] = counts
+    slot_start = np.concatenate(([0], np.cumsum(per_slot))).astype(np.uint32)
+    key_of_pattern = np.repeat(np.arange(first.size), counts)
+    rank = np.arange(positions.size) - first[key_of_pattern]
+    table = np.empty(positions.size, dtype=np.uint32)
+    table[slot_start[vertex[key_of_pattern]].astype(np.int64) + rank] = positions
+    return Segment(start, end, ph.hash_seed, ph.vertex_offset, bdz.pack_g(ph.g), slot_key, slot_start,
+                   table, int(np.sum(counts.astype(np.int64) ** 2)))
+
+
+def segment_bounds(total_length: int, segment_size: int) -> list[tuple[int, int]]:
+    """[start, end) of each segment; patterns are assigned by their start position."""
+    edges = list(range(0, total_length, segment_size)) + [total_length]
+    return list(zip(edges[:-1], edges[1:]))

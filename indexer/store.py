@@ -1,0 +1,179 @@
+"""On-disk index: a directory of raw little-endian arrays and a versioned manifest.
+
+    GENOME.marose/
+      manifest.json          format, version, parameters, contigs, segments, files
+      genome.2bit            uint8, four bases per byte (first base in the low bits)
+      genome.nruns           int64 (n, 2), [start, end) of each run of N
+      segNNN.hash_seed       uint32 per seed: J of its BDZ hash
+      segNNN.vertex_offset   uint32 per seed + 1
+      segNNN.g               uint32, sixteen 2-bit g values each
+      segNNN.slot_key        uint32 per vertex: the key hashed there (0xFFFFFFFF if none)
+      segNNN.slot_start      uint32 per vertex + 1: start of its positions
+      segNNN.positions       uint32: genome positions, grouped by slot
+
+Every file's size and CRC-32 are in the manifest. The directory is written under a
+temporary name and renamed when complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from marose.errors import MaroseError
+from marose.reference import Reference, apply_n_runs, n_runs, pack_2bit, unpack_2bit
+
+from .build import IndexParams, Segment
+
+FORMAT = "marose-index"
+VERSION = 1
+MANIFEST = "manifest.json"
+SEGMENT_ARRAYS = {
+    "hash_seed": "<u4",
+    "vertex_offset": "<u4",
+    "g": "<u4",
+    "slot_key": "<u4",
+    "slot_start": "<u4",
+    "positions": "<u4",
+}
+SUFFIX = ".marose"
+
+
+@dataclass
+class Index:
+    """A loaded index: parameters, reference and segments (arrays memory-mapped)."""
+
+    path: str
+    params: IndexParams
+    reference: Reference
+    segments: list[Segment]
+    manifest: dict
+
+
+def default_path(fasta: str) -> str:
+    return fasta + SUFFIX
+
+
+def _crc32(path: str) -> int:
+    crc = 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 24):
+            crc = zlib.crc32(chunk, crc)
+    return crc
+
+
+def _write_array(directory: str, name: str, array: np.ndarray, dtype: str, files: dict) -> None:
+    path = os.path.join(directory, name)
+    data = np.ascontiguousarray(array, dtype=np.dtype(dtype))
+    data.tofile(path)
+    files[name] = {"dtype": dtype, "shape": list(data.shape), "bytes": data.nbytes, "crc32": _crc32(path)}
+
+
+class IndexWriter:
+    """Writes an index into a temporary directory; commit() renames it into place."""
+
+    def __init__(self, path: str, params: IndexParams, ref: Reference, source: str):
+        self.path = path
+        self.tmp = f"{path}.tmp-{os.getpid()}"
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        os.makedirs(self.tmp)
+        self.files: dict = {}
+        self.segments: list[dict] = []
+        self.manifest = {
+            "format": FORMAT,
+            "version": VERSION,
+            "params": {"mask": params.mask, "ln": params.ln, "segment_size": params.segment_size},
+            "reference": {
+                "source": os.path.basename(source),
+                "length": ref.total_length,
+                "contigs": [{"name": n, "length": int(l)} for n, l in zip(ref.names, ref.lengths)],
+            },
+            "segments": self.segments,
+            "files": self.files,
+        }
+        _write_array(self.tmp, "genome.2bit", pack_2bit(ref.codes), "<u1", self.files)
+        _write_array(self.tmp, "genome.nruns", n_runs(ref.codes), "<i8", self.files)
+
+    def add_segment(self, segment: Segment) -> None:
+        number = len(self.segments)
+        for name, dtype in SEGMENT_ARRAYS.items():
+            _write_array(self.tmp, f"seg{number:03d}.{name}", getattr(segment, name), dtype, self.files)
+        self.segments.append({
+            "start": segment.start,
+            "end": segment.end,
+            "n_positions": int(segment.positions.size),
+            "n_vertices": segment.n_vertices,
+            "sum_count_sq": segment.sum_count_sq,
+        })
+
+    def commit(self) -> None:
+        with open(os.path.join(self.tmp, MANIFEST), "w") as handle:
+            json.dump(self.manifest, handle, indent=1)
+        old = f"{self.path}.old-{os.getpid()}"
+        if os.path.exists(self.path):
+            os.rename(self.path, old)
+        os.rename(self.tmp, self.path)
+        shutil.rmtree(old, ignore_errors=True)
+
+    def abort(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _read_manifest(path: str) -> dict:
+    manifest_path = os.path.join(path, MANIFEST)
+    if not os.path.isfile(manifest_path):
+        raise MaroseError(f"{path}: not a marose index (no {MANIFEST}); build one with marose-index")
+    try:
+        with open(manifest_path) as handle:
+            manifest = json.load(handle)
+    except (ValueError, OSError) as exc:
+        raise MaroseError(f"{manifest_path}: unreadable index manifest ({exc}); rebuild the index") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise MaroseError(f"{manifest_path}: not a marose index manifest")
+    if manifest.get("version") != VERSION:
+        raise MaroseError(f"{manifest_path}: index format version {manifest.get('version')}, but this "
+                          f"marose reads version {VERSION}; rebuild the index with marose-index")
+    return manifest
+
+
+def _map_array(path: str, name: str, spec: dict, verify: bool) -> np.ndarray:
+    file_path = os.path.join(path, name)
+    if not os.path.isfile(file_path):
+        raise MaroseError(f"{file_path}: missing index file; rebuild the index")
+    size = os.path.getsize(file_path)
+    if size != spec["bytes"]:
+        raise MaroseError(f"{file_path}: {size} bytes where the manifest says {spec['bytes']} "
+                          "(truncated or damaged); rebuild the index")
+    if verify and _crc32(file_path) != spec["crc32"]:
+        raise MaroseError(f"{file_path}: checksum mismatch (corrupted); rebuild the index")
+    if spec["bytes"] == 0:
+        return np.zeros(spec["shape"], dtype=spec["dtype"])
+    return np.memmap(file_path, dtype=spec["dtype"], mode="r", shape=tuple(spec["shape"]))
+
+
+def load(path: str, verify: bool = True) -> Index:
+    """Open an index directory, checking its version, file sizes and (with verify) checksums."""
+    manifest = _read_manifest(path)
+    try:
+        files = manifest["files"]
+        arrays = {name: _map_array(path, name, spec, verify) for name, spec in files.items()}
+        p = manifest["params"]
+        params = IndexParams(p["mask"], int(p["ln"]), int(p["segment_size"]))
+        ref_info = manifest["reference"]
+        names = [c["name"] for c in ref_info["contigs"]]
+        lengths = np.array([c["length"] for c in ref_info["contigs"]], dtype=np.int64)
+        codes = apply_n_runs(unpack_2bit(np.asarray(arrays["genome.2bit"]), int(ref_info["length"])),
+                             np.asarray(arrays["genome.nruns"]))
+        segments = []
+        for number, info in enumerate(manifest["segments"]):
+            seg = {name: arrays[f"seg{number:03d}.{name}"] for name in SEGMENT_ARRAYS}
+            segments.append(Segment(int(info["start"]), int(info["end"]), sum_count_sq=int(info["sum_count_sq"]),
+                                    **seg))
+    except (KeyError, TypeError) as exc:
+        raise MaroseError(f"{os.path.join(path, MANIFEST)}: incomplete manifest ({exc}); rebuild the index") from None
+    return Index(path, params, Reference(names, lengths, codes), segments, manifest)

@@ -1,0 +1,143 @@
+"""OpenCL device choice, and building (and caching) programs from the kernels in cl/."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from .errors import MaroseError
+
+
+def kernel_dir() -> Path:
+    """cl/ inside the installed package, or beside it in a source checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "cl", here.parent / "cl"):
+        if (candidate / "murmur3.cl").is_file():
+            return candidate
+    raise MaroseError(f"OpenCL kernels not found next to {here}; reinstall marose")
+
+
+def _cl():
+    try:
+        import pyopencl
+    except ImportError as exc:  # pragma: no cover - a broken install
+        raise MaroseError(f"pyopencl cannot be imported ({exc}); install marose with its dependencies") from None
+    return pyopencl
+
+
+def all_devices() -> list[tuple[int, int, object]]:
+    """(platform number, device number, device) for every OpenCL device."""
+    cl = _cl()
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error:
+        return []
+    found = []
+    for p, platform in enumerate(platforms):
+        try:
+            devices = platform.get_devices()
+        except cl.Error:
+            continue
+        found.extend((p, d, device) for d, device in enumerate(devices))
+    return found
+
+
+def describe(device) -> str:
+    cl = _cl()
+    kind = cl.device_type.to_string(device.type)
+    return (f"{device.name.strip()} [{kind}] on {device.platform.name.strip()}, "
+            f"{device.global_mem_size / 2**30:.1f} GiB, {device.max_compute_units} compute units")
+
+
+def choose_device(spec: str | None = None):
+    """The device named by spec ('P:D' numbers or part of its name), PYOPENCL_CTX, or the best one.
+
+    Without either, a GPU is preferred over other devices.
+    """
+    devices = all_devices()
+    if not devices:
+        raise MaroseError("no OpenCL device found; install a driver, or `pip install marose[pocl]` "
+                          "for the CPU runtime")
+    spec = spec or os.environ.get("PYOPENCL_CTX")
+    if spec:
+        for p, d, device in devices:
+            numbers = spec.split(":")
+            if numbers[0] == str(p) and (len(numbers) == 1 or numbers[1] in ("", str(d))):
+                return device
+        for _, _, device in devices:
+            if spec.lower() in device.name.lower():
+                return device
+        raise MaroseError(f"no OpenCL device matches '{spec}'; `marose devices` lists them")
+    cl = _cl()
+    gpus = [device for _, _, device in devices if device.type & cl.device_type.GPU]
+    return (gpus or [devices[0][2]])[0]
+
+
+class Device:
+    """A context and in-order queue on one device, with built programs cached by (files, defines)."""
+
+    def __init__(self, spec: str | None = None):
+        cl = _cl()
+        self.cl = cl
+        self.device = choose_device(spec)
+        self.context = cl.Context([self.device])
+        self.queue = cl.CommandQueue(self.context)
+        self._programs: dict = {}
+        self._kernels: dict = {}
+
+    def __repr__(self) -> str:
+        return f"Device({describe(self.device)})"
+
+    def program(self, files: tuple[str, ...], defines: dict | None = None):
+        key = (files, tuple(sorted((defines or {}).items())))
+        if key not in self._programs:
+            source = "\n".join(_source(name) for name in files)
+            options = [f"-D{name}={value}" for name, value in sorted((defines or {}).items())]
+            try:
+                self._programs[key] = self.cl.Program(self.context, source).build(options=options)
+            except self.cl.Error as exc:
+                raise MaroseError(f"OpenCL build of {', '.join(files)} failed on "
+                                  f"{self.device.name.strip()}: {exc}") from None
+        return self._programs[key]
+
+    def kernel(self, files: tuple[str, ...], name: str, defines: dict | None = None):
+        """A kernel of a cached program (retrieved once, then reused)."""
+        key = (files, name, tuple(sorted((defines or {}).items())))
+        if key not in self._kernels:
+            self._kernels[key] = self.cl.Kernel(self.program(files, defines), name)
+        return self._kernels[key]
+
+    def to_device(self, array: np.ndarray):
+        """A read-only buffer holding a copy of the array (a 1-byte buffer if it is empty)."""
+        mf = self.cl.mem_flags
+        data = np.ascontiguousarray(array)
+        if data.nbytes == 0:
+            data = np.zeros(1, dtype=data.dtype)
+        return self.cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=data)
+
+    def empty(self, nbytes: int):
+        return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, size=max(int(nbytes), 1))
+
+    def zeros(self, nbytes: int):
+        buffer = self.empty(nbytes)
+        self.cl.enqueue_fill_buffer(self.queue, buffer, np.uint8(0), 0, max(int(nbytes), 1))
+        return buffer
+
+    def read(self, buffer, dtype, count: int) -> np.ndarray:
+        out = np.empty(count, dtype=dtype)
+        if count:
+            self.cl.enqueue_copy(self.queue, out, buffer)
+        return out
+
+
+@lru_cache(maxsize=None)
+def _source(name: str) -> str:
+    return (kernel_dir() / name).read_text()
+
+
+def groups(n: int, size: int = 256) -> tuple[int]:
+    """A global size covering n work-items, a multiple of size."""
+    return (max(1, -(-n // size)) * size,)

@@ -1,0 +1,48 @@
+"""Index segments on the device, and the OpenCL lookup of (seed, key) patterns (cl/lookup.cl)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from indexer.build import Segment
+
+from .device import Device, groups
+
+PROGRAM = ("murmur3.cl", "phf.cl", "lookup.cl")
+
+
+@dataclass
+class DeviceSegment:
+    """A segment's tables as device buffers."""
+
+    segment: Segment
+    hash_seed: object
+    vertex_offset: object
+    g: object
+    slot_key: object
+    slot_start: object
+    positions: object
+
+    @property
+    def tables(self) -> tuple:
+        """The buffers a lookup needs, in kernel argument order."""
+        return (self.hash_seed, self.vertex_offset, self.g, self.slot_key, self.slot_start)
+
+
+def upload(device: Device, segment: Segment) -> DeviceSegment:
+    names = ("hash_seed", "vertex_offset", "g", "slot_key", "slot_start", "positions")
+    return DeviceSegment(segment, *(device.to_device(np.asarray(getattr(segment, n))) for n in names))
+
+
+def slot_ranges(device: Device, seg: DeviceSegment, seeds: np.ndarray, keys: np.ndarray):
+    """Like indexer.query.slot_ranges, computed by the lookup kernel."""
+    n = int(seeds.size)
+    out = device.empty(8 * n)
+    device.kernel(PROGRAM, "lookup")(device.queue, groups(n), None,
+                                     device.to_device(seeds.astype(np.uint32)),
+                                     device.to_device(keys.astype(np.uint32)), np.uint32(n),
+                                     *seg.tables, out)
+    ranges = device.read(out, np.uint32, 2 * n).reshape(n, 2).astype(np.int64)
+    return ranges[:, 0], ranges[:, 1]

@@ -1,0 +1,33 @@
+"""Shared fixtures: the CPU OpenCL device, the bundled genomes, synthetic references."""
+
+import gzip
+import os
+
+import numpy as np
+import pytest
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
+LAMBDA = os.path.join(DATA, "lambda_virus.fa.gz")
+ECOLI = os.path.join(DATA, "ecoli_1mb.fa.gz")
+
+
+@pytest.fixture(scope="session")
+def device():
+    from marose.device import Device
+
+    return Device()
+
+
+def write_fasta(path, contigs: dict, gz: bool = False) -> str:
+    """A FASTA file of the given {name: sequence}, 60 bases a line."""
+    opener = gzip.open if gz else open
+    with opener(path, "wt") as handle:
+        for name, seq in contigs.items():
+            handle.write(f">{name}\n")
+            for i in range(0, len(seq), 60):
+                handle.write(seq[i : i + 60] + "\n")
+    return str(path)
+
+
+def random_dna(rng: np.random.Generator, n: int) -> str:
+    return "".join(rng.choice(list("ACGT"), n))

@@ -1,0 +1,205 @@
+"""The index: every (seed, neighborhood) answers exactly what a brute-force scan of the genome finds."""
+
+from collections import defaultdict
+
+import numpy as np
+import pysam
+import pytest
+
+from conftest import ECOLI, LAMBDA, random_dna, write_fasta
+from indexer import bdz, bdz_cl, query, store
+from indexer.build import EMPTY_KEY, IndexParams, build_segment, segment_bounds
+from marose import lookup
+from marose.errors import MaroseError
+from marose.reference import read_fasta
+
+CODE = {"A": 0, "C": 1, "G": 2, "T": 3}
+
+
+def brute_force_patterns(path: str, params: IndexParams) -> dict:
+    """{(seed, key): [positions]} by a plain scan of each contig's string."""
+    found = defaultdict(list)
+    offset = 0
+    with pysam.FastxFile(path) as fasta:
+        for record in fasta:
+            seq = record.sequence.upper()
+            for p in range(len(seq) - params.width + 1):
+                window = seq[p : p + params.width]
+                if any(c not in CODE for c in window):
+                    continue
+                seed = 0
+                for j in params.seed_offsets:
+                    seed = seed * 4 + CODE[window[j]]
+                key = 0
+                for c in window[params.span :]:
+                    key = key * 4 + CODE[c]
+                found[(seed, key)].append(offset + p)
+            offset += len(seq)
+    return found
+
+
+def build_all(path: str, params: IndexParams, builder=bdz.build):
+    ref = read_fasta(path)
+    return ref, [build_segment(ref, a, b, params, builder) for a, b in segment_bounds(ref.total_length,
+                                                                                        params.segment_size)]
+
+
+def answers(segments, seeds, keys, ranges=query.slot_ranges) -> list[list[int]]:
+    """Positions of each pattern, merged over the segments."""
+    merged = [[] for _ in range(len(seeds))]
+    for seg in segments:
+        begin, end = ranges(seg, seeds, keys)
+        for i, (b, e) in enumerate(zip(begin, end)):
+            merged[i].extend(seg.positions[b:e].tolist())
+    return merged
+
+
+def check_blocks(segment, params: IndexParams) -> None:
+    """Each seed's hash is injective on its keys and each filled slot holds its key."""
+    starts = segment.slot_start.astype(np.int64)
+    filled = np.flatnonzero(starts[1:] > starts[:-1])
+    if params.ln < 16:
+        assert np.array_equal(filled, np.flatnonzero(segment.slot_key != EMPTY_KEY))
+    voff = segment.vertex_offset.astype(np.int64)
+    seed_of_slot = np.searchsorted(voff, filled, side="right") - 1
+    begin, end = query.slot_ranges(segment, seed_of_slot, segment.slot_key[filled])
+    assert np.array_equal(begin, starts[filled]) and np.array_equal(end, starts[filled + 1])
+
+
+def absent_keys(truth: dict, params: IndexParams, n: int, seed: int = 1):
+    rng = np.random.default_rng(seed)
+    seeds = rng.integers(0, params.n_seeds, 3 * n)
+    keys = rng.integers(0, 4**params.ln, 3 * n)
+    fresh = np.array([(s, k) not in truth for s, k in zip(seeds.tolist(), keys.tolist())])
+    return seeds[fresh][:n], keys[fresh][:n].astype(np.uint32)
+
+
+def assert_index_answers(path: str, params: IndexParams, device, n_absent: int = 100_000):
+    truth = brute_force_patterns(path, params)
+    ref, segments = build_all(path, params, lambda s, k, n: bdz_cl.build(device, s, k, n))
+    for seg in segments:
+        check_blocks(seg, params)
+    pairs = sorted(truth)
+    seeds = np.array([s for s, _ in pairs], dtype=np.int64)
+    keys = np.array([k for _, k in pairs], dtype=np.uint32)
+    assert answers(segments, seeds, keys) == [truth[p] for p in pairs]
+    on_device = [lookup.upload(device, seg) for seg in segments]
+    device_answers = answers(segments, seeds, keys, ranges=lambda seg, s, k: lookup.slot_ranges(
+        device, on_device[segments.index(seg)], s, k))
+    assert device_answers == [truth[p] for p in pairs]
+    absent_s, absent_k = absent_keys(truth, params, n_absent)
+    assert absent_s.size == n_absent
+    for seg, dseg in zip(segments, on_device):
+        begin, end = query.slot_ranges(seg, absent_s, absent_k)
+        assert np.all(begin == end)
+        begin, end = lookup.slot_ranges(device, dseg, absent_s, absent_k)
+        assert np.all(begin == end)
+    return truth, segments
+
+
+def test_lambda_contiguous_seed(device):
+    truth, segments = assert_index_answers(LAMBDA, IndexParams("########", 7, 1 << 26), device)
+    assert sum(map(len, truth.values())) == 48502 - 15 + 1
+
+
+def test_lambda_spaced_seed_several_segments(device):
+    params = IndexParams("#####-##", 6, 10_000)
+    truth, segments = assert_index_answers(LAMBDA, params, device, n_absent=20_000)
+    assert len(segments) == 5
+
+
+def test_ecoli_slice(device):
+    truth, segments = assert_index_answers(ECOLI, IndexParams("########", 7, 1 << 26), device)
+    assert len(truth) > 900_000
+
+
+def test_synthetic_edge_cases(tmp_path, device):
+    rng = np.random.default_rng(4)
+    repeat = "ACGTTGCA" * 600  # one seed with thousands of positions
+    contigs = {
+        "n_runs": random_dna(rng, 300) + "N" * 50 + random_dna(rng, 10) + "NNRY" + random_dna(rng, 200),
+        "tiny": "ACGTACGTACGTAC",  # shorter than one pattern: contributes nothing
+        "exactly_one": "acgtacgtacgtaca",
+        "repeat": repeat + random_dna(rng, 100),
+        "lower_iupac": random_dna(rng, 100).lower() + "W" + random_dna(rng, 100),
+    }
+    path = write_fasta(tmp_path / "edge.fa", contigs)
+    params = IndexParams("########", 7, 1 << 26)
+    truth, _ = assert_index_answers(path, params, device, n_absent=20_000)
+    assert max(map(len, truth.values())) >= 590
+    assert not any(286 <= p <= 363 for ps in truth.values() for p in ps)  # windows touching N
+
+
+def test_long_neighborhood_and_heavy_seed(tmp_path, device):
+    rng = np.random.default_rng(9)
+    path = write_fasta(tmp_path / "g.fa", {"a": random_dna(rng, 20000), "b": "AC" * 3000})
+    assert_index_answers(path, IndexParams("###-#", 16, 7000), device, n_absent=10_000)
+
+
+def test_write_load_roundtrip(tmp_path):
+    params = IndexParams("#####-##", 7, 20_000)
+    ref, segments = build_all(LAMBDA, params)
+    writer = store.IndexWriter(str(tmp_path / "lambda.marose"), params, ref, LAMBDA)
+    for seg in segments:
+        writer.add_segment(seg)
+    writer.commit()
+    index = store.load(str(tmp_path / "lambda.marose"))
+    assert index.params == params
+    assert index.reference.names == ref.names
+    assert np.array_equal(index.reference.codes, ref.codes)
+    assert isinstance(index.segments[0].positions, np.memmap)
+    rng = np.random.default_rng(2)
+    seeds = rng.integers(0, params.n_seeds, 5000)
+    keys = rng.integers(0, 4**7, 5000).astype(np.uint32)
+    truth = brute_force_patterns(LAMBDA, params)
+    present = sorted(truth)[::7]
+    seeds = np.concatenate([seeds, [s for s, _ in present]])
+    keys = np.concatenate([keys, [k for _, k in present]]).astype(np.uint32)
+    assert answers(index.segments, seeds, keys) == answers(segments, seeds, keys)
+    assert [p for p in tmp_path.iterdir()] == [tmp_path / "lambda.marose"]
+
+
+@pytest.fixture
+def saved_index(tmp_path):
+    params = IndexParams("########", 7, 1 << 26)
+    ref, segments = build_all(LAMBDA, params)
+    path = str(tmp_path / "idx.marose")
+    writer = store.IndexWriter(path, params, ref, LAMBDA)
+    writer.add_segment(segments[0])
+    writer.commit()
+    return path
+
+
+def test_truncated_index_names_the_file(saved_index):
+    target = f"{saved_index}/seg000.positions"
+    with open(target, "r+b") as handle:
+        handle.truncate(100)
+    with pytest.raises(MaroseError, match="seg000.positions.*truncated"):
+        store.load(saved_index)
+
+
+def test_corrupted_index_names_the_file(saved_index):
+    target = f"{saved_index}/seg000.slot_key"
+    with open(target, "r+b") as handle:
+        handle.seek(40)
+        byte = handle.read(1)
+        handle.seek(40)
+        handle.write(bytes([byte[0] ^ 0xFF]))
+    with pytest.raises(MaroseError, match="seg000.slot_key.*corrupted"):
+        store.load(saved_index)
+
+
+def test_other_version_is_refused(saved_index):
+    import json
+
+    manifest = f"{saved_index}/manifest.json"
+    data = json.load(open(manifest))
+    data["version"] = 99
+    json.dump(data, open(manifest, "w"))
+    with pytest.raises(MaroseError, match="manifest.json.*version 99.*rebuild"):
+        store.load(saved_index)
+
+
+def test_not_an_index(tmp_path):
+    with pytest.raises(MaroseError, match="not a marose index"):
+        store.load(str(tmp_path))
