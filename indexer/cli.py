@@ -44,10 +44,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def choose_params(args, genome_size: int) -> IndexParams:
     """Parameters from the command line, defaults filled from the genome size."""
-    from marose.params import default_index_params
+    mask, ln = args.mask, args.ln
+    if mask is None or ln is None:
+        from marose.params import default_index_params
 
-    mask, ln = default_index_params(genome_size, args.read_length)
-    return IndexParams(args.mask or mask, args.ln or ln, args.segment_size)
+        default_mask, default_ln = default_index_params(genome_size, args.read_length)
+        mask, ln = mask or default_mask, ln or default_ln
+    return IndexParams(mask, ln, args.segment_size)
 
 
 def hash_builder(spec: str | None, log):

@@ -23,6 +23,11 @@ def decode(codes: np.ndarray) -> str:
     return _DECODE[np.asarray(codes, dtype=np.uint8)].tobytes().decode("ascii")
 
 
+def complement(codes: np.ndarray) -> np.ndarray:
+    """Complement of each code (N stays N)."""
+    return _COMPLEMENT[np.asarray(codes)]
+
+
 def reverse_complement(codes: np.ndarray) -> np.ndarray:
     """Reverse complement of codes along the last axis (N stays N)."""
     return _COMPLEMENT[np.asarray(codes)[..., ::-1]]

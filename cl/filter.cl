@@ -1,0 +1,232 @@
+/* Seed and filter (MAROSE paper, Algorithm 1 and Fig. 9): a work-group per read (one strand),
+ * a work-item per pattern s_i b_i. Each work-item looks up every neighborhood within Hamming
+ * distance E of b_i in the perfect hash of s_i and emits the read start of each genome position
+ * found. Two kernels: filter_count counts what each work-item will emit, the host allocates, and
+ * filter_emit writes the candidates, sorted and de-duplicated by a radix sort in local memory
+ * (reads with more than CAP candidates are written unsorted and flagged for the host).
+ *
+ * Needs murmur3.cl and phf.cl. Defines: SPAN, LN, SEED_MASK (bit j set where the mask has '#'),
+ * E (0..3), WG (work-group size), CAP (local candidates), KEY_BITS (bits of a genome position). */
+
+#define WIDTH (SPAN + LN)
+#define RADIX 16
+#define RADIX_BITS 4
+
+typedef struct {
+    uint seed;
+    uint key;
+    uint ok;
+} pattern_t;
+
+/* Seed and neighborhood key of the pattern at read offset o; an N in the seed kills it, an N
+ * in the neighborhood is looked up as A (the E substitutions may repair it). */
+inline pattern_t make_pattern(__global const uchar *read, uint o)
+{
+    pattern_t p = {0u, 0u, 1u};
+    for (uint j = 0; j < SPAN; ++j) {
+        if (!((SEED_MASK >> j) & 1u))
+            continue;
+        uchar c = read[o + j];
+        p.ok &= c < 4;
+        p.seed = (p.seed << 2) | (c & 3u);
+    }
+    for (uint j = 0; j < LN; ++j) {
+        uchar c = read[o + SPAN + j];
+        p.key = (p.key << 2) | (c < 4 ? c : 0u);
+    }
+    return p;
+}
+
+inline uint n_patterns(uint len, uint step)
+{
+    return len < WIDTH ? 0u : (len - WIDTH + step - 1u) / step + 1u;
+}
+
+inline uint pattern_offset(uint t, uint len, uint step)
+{
+    return min(t * step, len - WIDTH);
+}
+
+/* Start of the contig holding genome position q (contig_start has n_contigs + 1 entries). */
+inline uint contig_start_of(uint q, __global const uint *contig_start, uint n_contigs)
+{
+    uint lo = 0, hi = n_contigs;
+    while (hi - lo > 1u) {
+        uint mid = (lo + hi) / 2u;
+        if (contig_start[mid] <= q)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return contig_start[lo];
+}
+
+#define TABLES __global const uint *hash_seed, __global const uint *vertex_offset, \
+               __global const uint *g, __global const uint *slot_key, __global const uint *slot_start
+#define TABLE_ARGS hash_seed, vertex_offset, g, slot_key, slot_start
+
+inline uint2 find(uint seed, uint key, TABLES)
+{
+    uint base = vertex_offset[seed];
+    uint part = (vertex_offset[seed + 1] - base) / 3u;
+    uint v = phf_slot(key, hash_seed[seed], base, part, g);
+    uint end = slot_start[v + 1];
+    return (uint2)(slot_key[v] == key ? slot_start[v] : end, end);
+}
+
+/* Calls VISIT(range) for the position range of every neighborhood within E substitutions of
+ * p.key (each substitution xors a base with 1, 2 or 3). */
+#define FOR_EACH_NEIGHBOR(p, VISIT)                                                         \
+    do {                                                                                    \
+        VISIT(find(p.seed, p.key, TABLE_ARGS));                                             \
+        for (uint i1 = 0; E >= 1 && i1 < LN; ++i1)                                          \
+            for (uint c1 = 1; c1 < 4u; ++c1) {                                              \
+                uint k1 = p.key ^ (c1 << (2u * i1));                                        \
+                VISIT(find(p.seed, k1, TABLE_ARGS));                                        \
+                for (uint i2 = i1 + 1; E >= 2 && i2 < LN; ++i2)                             \
+                    for (uint c2 = 1; c2 < 4u; ++c2) {                                      \
+                        uint k2 = k1 ^ (c2 << (2u * i2));                                   \
+                        VISIT(find(p.seed, k2, TABLE_ARGS));                                \
+                        for (uint i3 = i2 + 1; E >= 3 && i3 < LN; ++i3)                     \
+                            for (uint c3 = 1; c3 < 4u; ++c3)                                \
+                                VISIT(find(p.seed, k2 ^ (c3 << (2u * i3)), TABLE_ARGS));    \
+                    }                                                                       \
+            }                                                                               \
+    } while (0)
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void filter_count(__global const uchar *reads, __global const uint *read_offset,
+                  __global const uint *read_length, uint step, TABLES,
+                  __global uint *item_count, __global uint *read_count)
+{
+    __local uint sum[WG];
+    uint r = get_group_id(0), lid = get_local_id(0);
+    __global const uchar *read = reads + read_offset[r];
+    uint len = read_length[r], np = n_patterns(len, step);
+    uint count = 0;
+#define COUNT(range) count += (range).y - (range).x
+    for (uint t = lid; t < np; t += WG) {
+        pattern_t p = make_pattern(read, pattern_offset(t, len, step));
+        if (p.ok)
+            FOR_EACH_NEIGHBOR(p, COUNT);
+    }
+#undef COUNT
+    item_count[r * WG + lid] = count;
+    sum[lid] = count;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint s = WG / 2; s > 0; s >>= 1) {
+        if (lid < s)
+            sum[lid] += sum[lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0)
+        read_count[r] = sum[0];
+}
+
+/* Exclusive prefix sum of one value per work-item; returns this item's prefix, total in *total. */
+inline uint scan_items(uint value, __local uint *buf, uint lid, uint *total)
+{
+    buf[lid] = value;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint d = 1; d < WG; d <<= 1) {
+        uint add = lid >= d ? buf[lid - d] : 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        buf[lid] += add;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    uint inclusive = buf[lid];
+    *total = buf[WG - 1];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return inclusive - value;
+}
+
+/* Stable LSD radix sort of n keys in local memory; returns the buffer holding the result. */
+inline __local uint *radix_sort(__local uint *src, __local uint *dst, uint n, __local uint *hist,
+                                __local uint *buf, uint lid)
+{
+    uint chunk = (n + WG - 1) / WG;
+    uint lo = min(n, lid * chunk), hi = min(n, lo + chunk);
+    for (uint shift = 0; shift < KEY_BITS; shift += RADIX_BITS) {
+        for (uint d = 0; d < RADIX; ++d)
+            hist[d * WG + lid] = 0;
+        for (uint i = lo; i < hi; ++i)
+            hist[((src[i] >> shift) & (RADIX - 1)) * WG + lid]++;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        /* exclusive scan over hist in (digit, item) order: item lid scans entries [lid*RADIX, ...) */
+        uint run = 0;
+        for (uint j = 0; j < RADIX; ++j)
+            run += hist[lid * RADIX + j];
+        uint total;
+        uint prefix = scan_items(run, buf, lid, &total);
+        for (uint j = 0; j < RADIX; ++j) {
+            uint h = hist[lid * RADIX + j];
+            hist[lid * RADIX + j] = prefix;
+            prefix += h;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint i = lo; i < hi; ++i)
+            dst[hist[((src[i] >> shift) & (RADIX - 1)) * WG + lid]++] = src[i];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        __local uint *swap = src;
+        src = dst;
+        dst = swap;
+    }
+    return src;
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void filter_emit(__global const uchar *reads, __global const uint *read_offset,
+                 __global const uint *read_length, uint step, TABLES,
+                 __global const uint *positions, __global const uint *contig_start, uint n_contigs,
+                 __global const uint *item_count, __global const uint *out_offset,
+                 __global uint *candidates, __global uint *out_count)
+{
+    __local uint keys_a[CAP], keys_b[CAP], hist[RADIX * WG], buf[WG];
+    uint r = get_group_id(0), lid = get_local_id(0);
+    __global const uchar *read = reads + read_offset[r];
+    uint len = read_length[r], np = n_patterns(len, step);
+    uint total;
+    uint at = scan_items(item_count[r * WG + lid], buf, lid, &total);
+    __global uint *out = candidates + out_offset[r];
+    bool local_sort = total <= CAP;
+    uint o;
+    /* the read start of genome position q, kept inside q's contig */
+#define START(q) ((q) - contig_start_of(q, contig_start, n_contigs) >= o ? (q) - o \
+                                                                         : contig_start_of(q, contig_start, n_contigs))
+#define EMIT(range)                                                  \
+    for (uint i = (range).x; i < (range).y; ++i) {                   \
+        uint q = positions[i];                                       \
+        uint start = START(q);                                       \
+        if (local_sort)                                              \
+            keys_a[at++] = start;                                    \
+        else                                                         \
+            out[at++] = start;                                       \
+    }
+    for (uint t = lid; t < np; t += WG) {
+        o = pattern_offset(t, len, step);
+        pattern_t p = make_pattern(read, o);
+        if (p.ok)
+            FOR_EACH_NEIGHBOR(p, EMIT);
+    }
+#undef EMIT
+#undef START
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (!local_sort) {
+        if (lid == 0)
+            out_count[r] = total | 0x80000000u;  /* unsorted: the host de-duplicates */
+        return;
+    }
+    __local uint *sorted = radix_sort(keys_a, keys_b, total, hist, buf, lid);
+    uint chunk = (total + WG - 1) / WG;
+    uint lo = min(total, lid * chunk), hi = min(total, lo + chunk);
+    uint n_unique = 0;
+    for (uint i = lo; i < hi; ++i)
+        n_unique += i == 0 || sorted[i] != sorted[i - 1];
+    uint n_total;
+    uint dst = scan_items(n_unique, buf, lid, &n_total);
+    for (uint i = lo; i < hi; ++i)
+        if (i == 0 || sorted[i] != sorted[i - 1])
+            out[dst++] = sorted[i];
+    if (lid == 0)
+        out_count[r] = n_total;
+}

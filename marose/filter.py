@@ -1,0 +1,116 @@
+"""Host side of seed and filter (cl/filter.cl): candidate read starts for each read strand."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from indexer.build import IndexParams
+
+from .device import Device
+from .dna import N_CODE, complement
+from .lookup import DeviceSegment
+
+PROGRAM = ("murmur3.cl", "phf.cl", "filter.cl")
+WORK_GROUP = 64
+MAX_LOCAL_CANDIDATES = 4096
+UNSORTED = np.uint32(0x80000000)
+
+
+@dataclass
+class Strands:
+    """Both strands of a batch of reads as rows of codes: row 2 r is read r, row 2 r + 1 its
+    reverse complement; rows are padded with N to a common width."""
+
+    codes: np.ndarray  # (2 n, width) uint8
+    lengths: np.ndarray  # (2 n,) uint32
+
+    @classmethod
+    def from_reads(cls, codes: np.ndarray, lengths: np.ndarray) -> "Strands":
+        """From (n, width) codes padded with N and the read lengths."""
+        n, width = codes.shape
+        back = lengths[:, None].astype(np.int64) - 1 - np.arange(width)  # reverse row j reads base len-1-j
+        reverse = complement(np.take_along_axis(codes, np.clip(back, 0, None), 1))
+        reverse = np.where(back >= 0, reverse, N_CODE).astype(np.uint8)
+        rows = np.empty((2 * n, width), dtype=np.uint8)
+        rows[0::2], rows[1::2] = codes, reverse
+        return cls(rows, np.repeat(lengths.astype(np.uint32), 2))
+
+    @property
+    def n(self) -> int:
+        return int(self.lengths.size)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return (np.arange(self.n, dtype=np.int64) * self.codes.shape[1]).astype(np.uint32)
+
+
+@dataclass
+class Candidates:
+    """Unique (read strand, read start) pairs, sorted by strand row then start."""
+
+    row: np.ndarray  # uint32
+    start: np.ndarray  # uint32 genome position where the read would start
+
+
+def local_capacity(device: Device) -> int:
+    """Candidates a work-group can sort in local memory on this device."""
+    spare = device.device.local_mem_size - 4 * (16 + 2) * WORK_GROUP - 1024
+    return int(max(256, min(MAX_LOCAL_CANDIDATES, spare // 8)))
+
+
+class Filter:
+    """Seed and filter on one device for an index's parameters and a neighborhood error count e."""
+
+    def __init__(self, device: Device, params: IndexParams, e: int, step: int, genome_length: int,
+                 contig_offsets: np.ndarray):
+        self.device = device
+        self.step = step
+        seed_mask = sum(1 << j for j in params.seed_offsets)
+        defines = {"SPAN": params.span, "LN": params.ln, "SEED_MASK": f"{seed_mask}u", "E": e,
+                   "WG": WORK_GROUP, "CAP": local_capacity(device),
+                   "KEY_BITS": max(1, int(genome_length - 1).bit_length())}
+        self.count_kernel = device.kernel(PROGRAM, "filter_count", defines)
+        self.emit_kernel = device.kernel(PROGRAM, "filter_emit", defines)
+        self.contig_start = device.to_device(np.asarray(contig_offsets, dtype=np.uint32))
+        self.n_contigs = np.uint32(len(contig_offsets) - 1)
+
+    def upload(self, strands: Strands) -> tuple:
+        d = self.device
+        return (d.to_device(strands.codes.reshape(-1)), d.to_device(strands.offsets),
+                d.to_device(strands.lengths))
+
+    def run(self, seg: DeviceSegment, strands: Strands, reads_on_device: tuple) -> Candidates:
+        d, n = self.device, strands.n
+        if n == 0:
+            return Candidates(np.empty(0, np.uint32), np.empty(0, np.uint32))
+        global_size = (n * WORK_GROUP,)
+        item_count, read_count = d.empty(4 * n * WORK_GROUP), d.empty(4 * n)
+        self.count_kernel(d.queue, global_size, (WORK_GROUP,), *reads_on_device, np.uint32(self.step),
+                          *seg.tables, item_count, read_count)
+        counts = d.read(read_count, np.uint32, n).astype(np.int64)
+        offsets = np.concatenate(([0], np.cumsum(counts)))
+        total = int(offsets[-1])
+        if total >= 2**32:
+            raise MemoryError("too many candidates in one batch; use a smaller batch size")
+        candidates, out_count = d.empty(4 * total), d.empty(4 * n)
+        self.emit_kernel(d.queue, global_size, (WORK_GROUP,), *reads_on_device, np.uint32(self.step),
+                         *seg.tables, seg.positions, self.contig_start, self.n_contigs, item_count,
+                         d.to_device(offsets[:-1].astype(np.uint32)), candidates, out_count)
+        found = d.read(candidates, np.uint32, total)
+        written = d.read(out_count, np.uint32, n)
+        unsorted = (written & UNSORTED) != 0
+        written = (written & ~UNSORTED).astype(np.int64)
+        row = np.repeat(np.arange(n, dtype=np.uint32), written)
+        index = np.arange(int(written.sum())) + np.repeat(offsets[:-1] - np.cumsum(written) + written, written)
+        start = found[index]
+        if unsorted.any():
+            return unique_candidates(row, start)
+        return Candidates(row, start)
+
+
+def unique_candidates(row: np.ndarray, start: np.ndarray) -> Candidates:
+    """Sorted, de-duplicated (row, start) pairs."""
+    pairs = np.unique((row.astype(np.uint64) << np.uint64(32)) | start.astype(np.uint64))
+    return Candidates((pairs >> np.uint64(32)).astype(np.uint32), (pairs & np.uint64(0xFFFFFFFF)).astype(np.uint32))

@@ -1,0 +1,122 @@
+"""The seed-and-filter kernel against its numpy twin, and against what the filter promises."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from conftest import LAMBDA, random_dna, write_fasta
+from indexer import query
+from indexer.build import IndexParams, build_segment, segment_bounds
+from marose import lookup
+from marose.dna import N_CODE, encode
+from marose.filter import Candidates, Filter, Strands, local_capacity, unique_candidates
+from marose.reference import read_fasta
+
+
+def neighbors(key: int, ln: int, e: int) -> list[int]:
+    """Every key within Hamming distance e (as base substitutions) of key."""
+    found = [key]
+    for n_sub in range(1, e + 1):
+        for where in itertools.combinations(range(ln), n_sub):
+            for changes in itertools.product((1, 2, 3), repeat=n_sub):
+                k = key
+                for i, c in zip(where, changes):
+                    k ^= c << (2 * i)
+                found.append(k)
+    return found
+
+
+def pattern_offsets(length: int, width: int, step: int) -> list[int]:
+    if length < width:
+        return []
+    return sorted({min(t * step, length - width) for t in range(-(-(length - width) // step) + 1)})
+
+
+def reference_filter(segments, params: IndexParams, strands: Strands, e: int, step: int, offsets) -> Candidates:
+    """Candidates by the definition: every pattern, every neighbor, every position, clamped to its contig."""
+    rows, starts = [], []
+    for r in range(strands.n):
+        read = strands.codes[r, : strands.lengths[r]]
+        for o in pattern_offsets(read.size, params.width, step):
+            seed_bases = read[o + np.array(params.seed_offsets)]
+            if np.any(seed_bases == N_CODE):
+                continue
+            seed = int(np.sum(seed_bases.astype(np.int64) << (2 * np.arange(params.weight)[::-1])))
+            nb = np.where(read[o + params.span : o + params.width] == N_CODE, 0, read[o + params.span : o + params.width])
+            key = int(np.sum(nb.astype(np.int64) << (2 * np.arange(params.ln)[::-1])))
+            keys = np.array(neighbors(key, params.ln, e), dtype=np.uint32)
+            for seg in segments:
+                begin, end = query.slot_ranges(seg, np.full(keys.size, seed), keys)
+                for b, en in zip(begin, end):
+                    q = seg.positions[b:en].astype(np.int64)
+                    contig_start = offsets[np.searchsorted(offsets, q, side="right") - 1]
+                    starts.extend(np.maximum(q - o, contig_start).tolist())
+                    rows.extend([r] * q.size)
+    return unique_candidates(np.array(rows, dtype=np.uint32), np.array(starts, dtype=np.uint32))
+
+
+def simulated_strands(ref, n, length, rng, n_sub=2, n_with_n=3):
+    codes = np.full((n, length), N_CODE, dtype=np.uint8)
+    lengths = rng.integers(length - 10, length + 1, n)
+    for i in range(n):
+        p = rng.integers(0, ref.total_length - length)
+        read = ref.codes[p : p + lengths[i]].copy()
+        where = rng.choice(lengths[i], n_sub, replace=False)
+        read[where] = (read[where] + rng.integers(1, 4, n_sub)) % 4
+        if i < n_with_n:
+            read[rng.integers(0, lengths[i])] = N_CODE
+        codes[i, : lengths[i]] = read
+    if n > 4:
+        codes[4] = encode(random_dna(rng, length))  # a read from nowhere
+    return Strands.from_reads(codes, lengths)
+
+
+@pytest.mark.parametrize("mask,ln,e,step,seg_size", [
+    ("########", 7, 1, 1, 1 << 26),
+    ("#####-##", 6, 2, 2, 20_000),
+    ("########", 7, 0, 3, 1 << 26),
+    ("#######", 5, 3, 4, 1 << 26),
+])
+def test_kernel_equals_numpy_twin(device, mask, ln, e, step, seg_size):
+    rng = np.random.default_rng(len(mask) * 10 + e)
+    ref = read_fasta(LAMBDA)
+    params = IndexParams(mask, ln, seg_size)
+    segments = [build_segment(ref, a, b, params) for a, b in segment_bounds(ref.total_length, seg_size)]
+    strands = simulated_strands(ref, 40, 60, rng)
+    filt = Filter(device, params, e, step, ref.total_length, ref.offsets)
+    on_device = filt.upload(strands)
+    rows, starts = [], []
+    for seg in segments:
+        got = filt.run(lookup.upload(device, seg), strands, on_device)
+        assert np.all(np.diff(got.row.astype(np.int64) * 2**32 + got.start) > 0)  # sorted, unique
+        rows.append(got.row)
+        starts.append(got.start)
+    got = unique_candidates(np.concatenate(rows), np.concatenate(starts))
+    want = reference_filter(segments, params, strands, e, step, ref.offsets)
+    assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
+    assert want.row.size >= 35  # most reads find their own locus
+
+
+def test_reads_that_overflow_local_memory_are_deduplicated_on_the_host(tmp_path, device):
+    path = write_fasta(tmp_path / "rep.fa", {"rep": "ACGTTGCAAGT" * 2000, "tail": "ACGTTGCAAGT" * 30 + "TTTT"})
+    ref = read_fasta(path)
+    params = IndexParams("#####", 5, 1 << 26)
+    seg = build_segment(ref, 0, ref.total_length, params)
+    codes = np.tile(encode("ACGTTGCAAGT" * 5)[None, :], (2, 1))
+    strands = Strands.from_reads(codes, np.array([55, 40]))
+    filt = Filter(device, params, 1, 1, ref.total_length, ref.offsets)
+    got = filt.run(lookup.upload(device, seg), strands, filt.upload(strands))
+    want = reference_filter([seg], params, strands, 1, 1, ref.offsets)
+    assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
+    n_patterns = 55 - params.width + 1
+    assert np.bincount(want.row)[0] * n_patterns > local_capacity(device)  # raw hits overflow local memory
+    assert ref.offsets[1] in got.start  # a read hanging over the second contig's start is clamped to it
+
+
+def test_strands_reverse_complement_each_read():
+    codes = np.array([[0, 1, 2, 4, 4], [3, 3, 0, 1, 2]], dtype=np.uint8)
+    strands = Strands.from_reads(codes, np.array([3, 5]))
+    assert strands.codes[1].tolist() == [1, 2, 3, 4, 4]
+    assert strands.codes[3].tolist() == [1, 2, 3, 0, 0]
+    assert strands.lengths.tolist() == [3, 3, 5, 5]
