@@ -1,0 +1,359 @@
+"""SAM header and records for batches of hits, MAPQ, and SAM/BAM output files.
+
+Scores and qualities written on mapped records:
+
+- ``AS:i`` is minus the edit distance of the alignment (0 for an exact match, higher
+  is better, as SAM expects of AS).
+- ``HN:i`` is the number of loci found for the read, including those beyond
+  ``max_hits`` that are not written.
+- MAPQ of the primary record, from the best distance d1, the second-best distance
+  d2 (the distance of the read's second hit) and the number of loci n:
+
+      n == 1:              60  (the only locus within the error budget)
+      d2 == d1:             0  (tied loci: the placement is a guess)
+      d2 > d1:       min(59, 20 * (d2 - d1))
+
+  A read with n > 1 whose second hit was not passed in gets 0, because the gap is
+  unknown. Secondary records get MAPQ 0.
+- Secondary records (flag 256) carry SEQ and QUAL like the primary, oriented to
+  their own strand, so each record can be checked on its own (e.g. by calmd).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import uuid
+from dataclasses import dataclass
+from itertools import repeat
+from types import TracebackType
+from typing import BinaryIO, Sequence
+
+import numpy as np
+import pysam
+
+from marose.errors import MaroseError
+from marose.reads import ReadBatch
+
+MAPQ_UNIQUE = 60
+MAPQ_MAX_AMBIGUOUS = 59
+MAPQ_PER_EDIT = 20
+MAPQ_SECONDARY = 0
+
+# Complements of IUPAC codes (a code for a set of bases maps to the set's complement).
+_COMPLEMENT = bytes.maketrans(b"ACGTUNRYKMSWBDHVacgtunrykmswbdhv",
+                              b"TGCAANYRMKSWVHDBtgcaanyrmkswvhdb")
+_RG_TAG = re.compile(r"[A-Za-z][A-Za-z0-9]:")
+_CONTIG_NAME = re.compile(r"[!-)+-<>-~][!-~]*")  # printable, no space, no leading * or =
+
+
+@dataclass
+class Hits:
+    """Alignments of the reads of one batch, sorted by read, then best first.
+
+    read: index of the read within the batch; strand: 0 forward, 1 when the reverse
+    complement of the read aligns to the forward genome; contig: contig index;
+    pos: 0-based leftmost reference position; dist: edit distance; cigar: M/I/D
+    CIGAR; md: MD string; nm: NM value. Any object with these attributes works.
+    """
+
+    read: np.ndarray
+    strand: np.ndarray
+    contig: np.ndarray
+    pos: np.ndarray
+    dist: np.ndarray
+    cigar: Sequence[str]
+    md: Sequence[str]
+    nm: np.ndarray
+
+
+def parse_read_group(text: str) -> tuple[str, str]:
+    """A bwa-style read group (``@RG\\tID:x\\tSM:y``) as a header line and its ID.
+
+    Literal ``\\t`` escapes (as typed on a command line) count as tabs.
+    """
+    line = text.replace("\\t", "\t")
+    fields = line.split("\t")
+    where = f"read group (-R) {text!r}"
+    if fields[0] != "@RG" or len(fields) < 2:
+        raise MaroseError(f"{where}: must start with '@RG\\t', e.g. '@RG\\tID:run1\\tSM:sample1'")
+    if "\n" in line or "\r" in line:
+        raise MaroseError(f"{where}: must be a single line")
+    for field in fields[1:]:
+        if not _RG_TAG.match(field):
+            raise MaroseError(f"{where}: field {field!r} is not of the form TAG:value")
+    ids = [f[3:] for f in fields[1:] if f.startswith("ID:")]
+    if len(ids) != 1 or not ids[0]:
+        raise MaroseError(f"{where}: needs exactly one non-empty ID field, e.g. ID:run1")
+    return line, ids[0]
+
+
+def sam_header(contigs: list[tuple[str, int]], read_group: str | None,
+               command_line: str, version: str) -> str:
+    """SAM header text: @HD, one @SQ per (name, length), optional @RG, and @PG."""
+    lines = ["@HD\tVN:1.6\tSO:unsorted"]
+    for name, length in contigs:
+        if not _CONTIG_NAME.fullmatch(name):
+            raise MaroseError(f"contig name {name!r} is not valid in SAM "
+                              "(printable ASCII without spaces; not starting with * or =)")
+        lines.append(f"@SQ\tSN:{name}\tLN:{length}")
+    if read_group is not None:
+        lines.append(parse_read_group(read_group)[0])
+    cl = " ".join(command_line.split())  # CL may hold no tabs or newlines
+    lines.append(f"@PG\tID:marose\tPN:marose\tVN:{version}\tCL:{cl}")
+    return "\n".join(lines) + "\n"
+
+
+def format_batch(batch: ReadBatch, hits: Hits, n_loci: np.ndarray | Sequence[int],
+                 contig_names: Sequence[str], max_hits: int, xa: bool,
+                 read_group_id: str | None) -> bytes:
+    """SAM records of one batch, in input order, one primary record per read.
+
+    Reads without hits are written unmapped. Of a read's hits the first is the
+    primary; the next up to max_hits - 1 become secondary records, or with xa one
+    XA:Z tag on the primary. n_loci holds the number of loci found per read.
+    """
+    if max_hits < 1:
+        raise ValueError("max_hits must be at least 1")
+    n = len(batch)
+    if n == 0:
+        return b""
+    read = np.asarray(hits.read, dtype=np.int64)
+    m = len(read)
+    if m and (np.any(np.diff(read) < 0) or read[0] < 0 or read[-1] >= n):
+        raise ValueError("hits must be sorted by read and index reads of the batch")
+    counts = np.bincount(read, minlength=n)
+    loci = np.asarray(n_loci, dtype=np.int64)
+    if loci.shape != (n,) or np.any(loci < counts):
+        raise ValueError("n_loci must hold, per read, at least the number of its hits")
+    first = np.cumsum(counts) - counts
+    rank = np.arange(m) - first[read]
+    dist = np.asarray(hits.dist, dtype=np.int64)
+    strand = np.asarray(hits.strand, dtype=np.int64)
+    rg = b"" if read_group_id is None else b"\tRG:Z:" + read_group_id.encode("ascii")
+
+    # Everything is built as bytes, column by column, and joined in C: per record
+    # Python work is limited to the joins.
+    names = _objects(_to_bytes(batch.names))
+    seqs = _objects(batch.seqs)
+    quals = _objects([b"*"] * n if batch.quals is None else batch.quals)
+    unmapped = np.flatnonzero(counts == 0)
+    unmapped_lines = list(map(b"\t".join, zip(
+        names[unmapped].tolist(), repeat(b"4\t*\t0\t0\t*\t*\t0\t0"),
+        seqs[unmapped].tolist(), quals[unmapped].tolist(), repeat(b"HN:i:0" + rg))))
+
+    idx = np.flatnonzero(rank < (1 if xa else max_hits))
+    hread = read[idx]
+    hstrand = strand[idx]
+    primary = rank[idx] == 0
+    flag = 16 * hstrand + np.where(primary, 0, 256)
+    mapq = np.where(primary, _mapq(counts, loci, dist, first)[hread], MAPQ_SECONDARY)
+    oriented = hread + n * hstrand  # row in [forward..., reverse...]
+    seq_col = _with_reverse(batch.seqs, hstrand, complement=True)[oriented]
+    qual_col = (quals[hread] if batch.quals is None
+                else _with_reverse(batch.quals, hstrand, complement=False)[oriented])
+    nm_md = _ints(np.asarray(hits.nm)[idx], "NM:i:", "\tMD:Z:") + _column(hits.md, idx)
+    tail = _ints(-dist[idx], "AS:i:", "\tHN:i:") + _ints(loci[hread], "", rg.decode())
+    if xa:
+        tail += _xa_tags(hits, read, rank, max_hits, contig_names, n)[hread]
+    lines = list(map(b"\t".join, zip(
+        names[hread].tolist(), _ints(flag).tolist(),
+        _objects(_to_bytes(contig_names))[np.asarray(hits.contig)[idx]].tolist(),
+        list(map(b"%d".__mod__, (np.asarray(hits.pos, dtype=np.int64)[idx] + 1).tolist())),
+        _ints(mapq).tolist(), _column(hits.cigar, idx).tolist(), repeat(b"*\t0\t0"),
+        seq_col.tolist(), qual_col.tolist(), nm_md.tolist(), tail.tolist())))
+
+    per_read = np.where(counts > 0, np.minimum(counts, 1 if xa else max_hits), 1)
+    start = np.cumsum(per_read) - per_read
+    out = np.empty(int(per_read.sum()), dtype=object)
+    out[start[hread] + rank[idx]] = _objects(lines)
+    out[start[unmapped]] = _objects(unmapped_lines)
+    out_lines = out.tolist()
+    out_lines.append(b"")
+    return b"\n".join(out_lines)
+
+
+def _mapq(counts: np.ndarray, loci: np.ndarray, dist: np.ndarray,
+          first: np.ndarray) -> np.ndarray:
+    """MAPQ of each read's primary record (see the module docstring)."""
+    if not len(dist):
+        return np.zeros(len(counts), dtype=np.int64)
+    d1 = dist[np.minimum(first, len(dist) - 1)]
+    d2 = dist[np.minimum(first + 1, len(dist) - 1)]
+    gap = np.where(counts >= 2, np.maximum(d2 - d1, 0), 0)
+    mapq = np.minimum(MAPQ_MAX_AMBIGUOUS, MAPQ_PER_EDIT * gap)
+    return np.where(loci == 1, MAPQ_UNIQUE, mapq)
+
+
+def _xa_tags(hits: Hits, read: np.ndarray, rank: np.ndarray, max_hits: int,
+             contig_names: Sequence[str], n: int) -> np.ndarray:
+    """Per read, b'\\tXA:Z:' and its hits of rank 1 .. max_hits-1, or b''."""
+    idx = np.flatnonzero((rank > 0) & (rank < max_hits))
+    tags = _objects([b""] * n)
+    if not len(idx):
+        return tags
+    pos1 = np.asarray(hits.pos, dtype=np.int64)[idx] + 1
+    signed = np.where(np.asarray(hits.strand)[idx] == 1, -pos1, pos1)
+    items = _objects(list(map(b",".join, zip(
+        _objects(_to_bytes(contig_names))[np.asarray(hits.contig)[idx]].tolist(),
+        list(map(b"%+d".__mod__, signed.tolist())),
+        _column(hits.cigar, idx).tolist(),
+        _ints(np.asarray(hits.nm)[idx], "", ";").tolist()))))
+    owners = read[idx]
+    last = np.flatnonzero(np.append(np.diff(owners) != 0, True))
+    # A newline after each read's last item lets one join and split group them.
+    items[last] += b"\n"
+    groups = b"".join(items.tolist()).split(b"\n")[:-1]
+    tags[owners[last]] = b"\tXA:Z:" + _objects(groups)
+    return tags
+
+
+def _with_reverse(texts: list[bytes], strand: np.ndarray, complement: bool) -> np.ndarray:
+    """texts followed by each text reversed (and complemented), as one object array.
+
+    The reversed half is only computed when some hit is on the reverse strand;
+    reversing the newline-joined block reverses every text at once.
+    """
+    if not np.any(strand == 1):
+        return _objects(texts)
+    block = b"\n".join(texts)
+    if complement:
+        block = block.translate(_COMPLEMENT)
+    backward = block[::-1].split(b"\n")
+    backward.reverse()
+    return _objects(texts + backward)
+
+
+def _to_bytes(texts: Sequence[str]) -> list[bytes]:
+    """ASCII strings (without newlines) as bytes, converted in one pass."""
+    if not len(texts):
+        return []
+    return "\n".join(texts).encode("ascii").split(b"\n")
+
+
+def _objects(items: Sequence[object]) -> np.ndarray:
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
+
+
+def _column(values: Sequence[str], idx: np.ndarray) -> np.ndarray:
+    """values[idx] as an object array of bytes."""
+    return _objects(_to_bytes(list(values)))[idx]
+
+
+def _ints(values: np.ndarray, prefix: str = "", suffix: str = "") -> np.ndarray:
+    """prefix + number + suffix as bytes for each value, as an object array.
+
+    Each distinct value is formatted once (flags, MAPQ, NM and AS take few values).
+    """
+    distinct, inverse = np.unique(values, return_inverse=True)
+    table = _objects([f"{prefix}{v}{suffix}".encode("ascii") for v in distinct.tolist()])
+    return table[inverse.reshape(-1)]
+
+
+class SamWriter:
+    """Writes SAM (stdout or a file) or BAM (a path ending in .bam).
+
+    A file is written under a temporary name in the same directory and renamed
+    into place by close(); leaving the ``with`` block by an exception removes it,
+    so a failed run leaves nothing at the path. BAM is made by htslib (samtools
+    view through pysam, with threads compressing) from the SAM text at close.
+    """
+
+    def __init__(self, path: str | None, header: str, threads: int = 1) -> None:
+        self.path = None if path in (None, "-") else path
+        self.threads = max(1, threads)
+        self._tmp: str | None = None
+        self._closed = False
+        self._out: BinaryIO
+        if self.path is None:
+            self._out = sys.stdout.buffer
+        else:
+            folder = os.path.dirname(os.path.abspath(self.path))
+            self._tmp = os.path.join(
+                folder, f".{os.path.basename(self.path)}.{uuid.uuid4().hex[:12]}.tmp")
+            try:
+                fd = os.open(self._tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            except OSError as e:
+                raise MaroseError(f"{self.path}: cannot write output ({e.strerror})") from None
+            self._out = os.fdopen(fd, "wb", buffering=1 << 20)
+        try:
+            self.write(header.encode("utf-8"))
+        except BaseException:
+            self.abort()
+            raise
+
+    @property
+    def is_bam(self) -> bool:
+        return self.path is not None and self.path.endswith(".bam")
+
+    def write(self, records: bytes) -> None:
+        """Append SAM text (whole lines)."""
+        try:
+            self._out.write(records)
+        except OSError as e:
+            raise MaroseError(f"{self.path or 'stdout'}: write error ({e.strerror})") from None
+
+    def close(self) -> None:
+        """Finish the output and move it into place."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.path is None or self._tmp is None:
+            self._flush_stdout()
+            return
+        bam = self._tmp + ".bam"
+        try:
+            self._out.close()
+            if self.is_bam:
+                threads = ["-@", str(self.threads - 1)] if self.threads > 1 else []
+                pysam.view("-b", "--no-PG", *threads, "-o", bam, self._tmp,
+                           catch_stdout=False)
+                os.replace(bam, self.path)
+            else:
+                os.replace(self._tmp, self.path)
+        except OSError as e:
+            raise MaroseError(f"{self.path}: cannot write output ({e.strerror})") from None
+        finally:
+            _remove(bam)
+            _remove(self._tmp)
+
+    def abort(self) -> None:
+        """Drop the output: nothing is left at the path."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._tmp is None:
+                self._out.flush()
+            else:
+                self._out.close()
+        except OSError:
+            pass  # the output is being dropped anyway
+        if self._tmp is not None:
+            _remove(self._tmp)
+
+    def _flush_stdout(self) -> None:
+        try:
+            self._out.flush()
+        except OSError as e:
+            raise MaroseError(f"stdout: write error ({e.strerror})") from None
+
+    def __enter__(self) -> SamWriter:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass

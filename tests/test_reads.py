@@ -1,0 +1,249 @@
+"""FASTQ/FASTA input: formats, compression, stdin, batching, encoding, bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pysam
+import pytest
+
+from marose import reads
+from marose.errors import MaroseError
+from marose.reads import ReadBatch, read_batches
+
+REPO = Path(__file__).resolve().parent.parent
+
+FASTQ = (
+    b"@r1/1 lane=1 extra\n"
+    b"ACGTacgtNN\n"
+    b"+\n"
+    b"IIIIIIII##\n"
+    b"@r2/2\tcomment\n"
+    b"GATTRYKM\n"
+    b"+r2/2\n"
+    b"!!~~ABCD\n"
+    b"@r3\n"
+    b"T\n"
+    b"+\n"
+    b"5\n"
+)
+FASTQ_READS = (["r1/1", "r2/2", "r3"], [b"ACGTACGTNN", b"GATTRYKM", b"T"],
+               [b"IIIIIIII##", b"!!~~ABCD", b"5"])
+
+FASTA = (
+    b">chrA description here\n"
+    b"ACGTAC\n"
+    b"gtnnAC\n"
+    b"GT\n"
+    b">b/1\n"
+    b"TTTT\n"
+    b"\n"
+    b">c\n"
+    b"ACGTNRYACGT"
+)
+FASTA_READS = (["chrA", "b/1", "c"], [b"ACGTACGTNNACGT", b"TTTT", b"ACGTNRYACGT"])
+
+
+def write(path: Path, data: bytes) -> str:
+    path.write_bytes(data)
+    return str(path)
+
+
+def read_all(path: str, batch_size: int = 1000) -> tuple[list[str], list[bytes], list[bytes] | None]:
+    names: list[str] = []
+    seqs: list[bytes] = []
+    quals: list[bytes] | None = None
+    for batch in read_batches(path, batch_size):
+        assert batch.first_index == len(names)
+        names += batch.names
+        seqs += batch.seqs
+        if batch.quals is not None:
+            quals = (quals or []) + batch.quals
+    return names, seqs, quals
+
+
+def random_fastq(n: int, seed: int = 0) -> tuple[bytes, list[str], list[bytes], list[bytes]]:
+    rng = np.random.default_rng(seed)
+    names, seqs, quals, parts = [], [], [], []
+    for i in range(n):
+        length = int(rng.integers(1, 160))
+        seq = np.frombuffer(b"ACGTN", np.uint8)[rng.integers(0, 5, length)].tobytes()
+        qual = rng.integers(33, 127, length).astype(np.uint8).tobytes()
+        names.append(f"read{i}/{1 + i % 2}")
+        seqs.append(seq)
+        quals.append(qual)
+        parts.append(b"@%s comment %d\n%s\n+\n%s\n" % (names[-1].encode(), i, seq, qual))
+    return b"".join(parts), names, seqs, quals
+
+
+def test_fastq_round_trip(tmp_path: Path) -> None:
+    names, seqs, quals = read_all(write(tmp_path / "r.fq", FASTQ))
+    assert (names, seqs, quals) == FASTQ_READS
+
+
+def test_fastq_without_final_newline_and_with_crlf(tmp_path: Path) -> None:
+    assert read_all(write(tmp_path / "a.fq", FASTQ.rstrip(b"\n"))) == FASTQ_READS
+    assert read_all(write(tmp_path / "b.fq", FASTQ.replace(b"\n", b"\r\n"))) == FASTQ_READS
+
+
+def test_fasta_multiline_round_trip(tmp_path: Path) -> None:
+    names, seqs, quals = read_all(write(tmp_path / "r.fa", FASTA))
+    assert (names, seqs) == FASTA_READS
+    assert quals is None
+    batch = next(read_batches(str(tmp_path / "r.fa"), 10))
+    assert batch.quals is None
+
+
+def test_gzip_detected_by_magic_not_name(tmp_path: Path) -> None:
+    fq = write(tmp_path / "reads.txt", gzip.compress(FASTQ))
+    fa = write(tmp_path / "reads.fq", gzip.compress(FASTA))
+    assert read_all(fq) == FASTQ_READS
+    assert read_all(fa)[:2] == FASTA_READS
+
+
+def test_multi_member_gzip(tmp_path: Path) -> None:
+    data, names, seqs, quals = random_fastq(300)
+    cut = data.index(b"@read150/")
+    path = write(tmp_path / "r.fq.gz", gzip.compress(data[:cut]) + gzip.compress(data[cut:]))
+    assert read_all(path, 64) == (names, seqs, quals)
+
+
+def test_bgzf(tmp_path: Path) -> None:
+    data, names, seqs, quals = random_fastq(2000, seed=5)
+    plain = write(tmp_path / "r.fq", data)
+    pysam.tabix_compress(plain, str(tmp_path / "r.fq.bgz"))
+    assert read_all(str(tmp_path / "r.fq.bgz"), 500) == (names, seqs, quals)
+
+
+def test_zero_padding_after_gzip_is_ignored(tmp_path: Path) -> None:
+    path = write(tmp_path / "r.fq.gz", gzip.compress(FASTQ) + b"\0" * 100)
+    assert read_all(path) == FASTQ_READS
+
+
+def test_small_chunks_give_the_same_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data, names, seqs, quals = random_fastq(120, seed=3)
+    fq = write(tmp_path / "r.fq", data)
+    fqgz = write(tmp_path / "r.fq.gz", gzip.compress(data))
+    fasta = b"".join(b">%s\n%s\n%s\n" % (n.encode(), s[:50], s[50:]) for n, s in zip(names, seqs))
+    fa = write(tmp_path / "r.fa", fasta)
+    for size in (1, 7, 64, 1000):
+        monkeypatch.setattr(reads, "CHUNK_BYTES", size)
+        monkeypatch.setattr(reads, "GZIP_STEP_BYTES", size)
+        monkeypatch.setattr(reads, "GZIP_OUT_BYTES", size)
+        assert read_all(fq, 33) == (names, seqs, quals), size
+        assert read_all(fqgz, 33) == (names, seqs, quals), size
+        assert read_all(fa, 33) == (names, seqs, None), size
+
+
+@pytest.mark.parametrize("batch_size", [1, 2, 3, 7, 100, 1000])
+def test_batch_sizes_give_the_same_reads(tmp_path: Path, batch_size: int) -> None:
+    data, names, seqs, quals = random_fastq(250, seed=1)
+    path = write(tmp_path / "r.fq", data)
+    batches = list(read_batches(path, batch_size))
+    assert all(len(b) == batch_size for b in batches[:-1])
+    assert 1 <= len(batches[-1]) <= batch_size
+    assert [b.first_index for b in batches] == list(range(0, 250, batch_size))
+    assert read_all(path, batch_size) == (names, seqs, quals)
+
+
+def run_stdin(data: bytes) -> dict[str, list[str]]:
+    code = ("import json\n"
+            "from marose.reads import read_batches\n"
+            "out = {'names': [], 'seqs': [], 'quals': []}\n"
+            "for b in read_batches('-', 2):\n"
+            "    out['names'] += b.names\n"
+            "    out['seqs'] += [s.decode() for s in b.seqs]\n"
+            "    out['quals'] += [q.decode() for q in (b.quals or [])]\n"
+            "print(json.dumps(out))\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-c", code], input=data, capture_output=True,
+                          env=env, check=True, timeout=60)
+    return json.loads(done.stdout)
+
+
+def test_stdin_plain_and_gzip() -> None:
+    expected = {"names": FASTQ_READS[0], "seqs": [s.decode() for s in FASTQ_READS[1]],
+                "quals": [q.decode() for q in FASTQ_READS[2]]}
+    assert run_stdin(FASTQ) == expected
+    assert run_stdin(gzip.compress(FASTQ)) == expected
+
+
+def test_codes_pad_with_n_and_cut_at_max_len() -> None:
+    batch = ReadBatch(["a", "b"], [b"ACGTN", b"GRT"], None, 0)
+    codes, lengths = batch.codes()
+    assert codes.dtype == np.uint8 and lengths.dtype == np.int32
+    assert codes.tolist() == [[0, 1, 2, 3, 4], [2, 4, 3, 4, 4]]
+    assert lengths.tolist() == [5, 3]
+    wide, _ = batch.codes(max_len=7)
+    assert wide.tolist() == [[0, 1, 2, 3, 4, 4, 4], [2, 4, 3, 4, 4, 4, 4]]
+    cut, cut_lengths = batch.codes(max_len=4)
+    assert cut.tolist() == [[0, 1, 2, 3], [2, 4, 3, 4]]
+    assert cut_lengths.tolist() == [4, 3]
+    same, same_lengths = ReadBatch(["a", "b"], [b"ACG", b"TNA"], None, 0).codes()
+    assert same.tolist() == [[0, 1, 2], [3, 4, 0]] and same_lengths.tolist() == [3, 3]
+
+
+def expect_error(path: str, *words: str) -> None:
+    with pytest.raises(MaroseError) as caught:
+        read_all(path)
+    message = str(caught.value)
+    assert path in message
+    for word in words:
+        assert word in message, message
+
+
+@pytest.mark.parametrize("name, data, words", [
+    ("empty.fq", b"", ["no reads"]),
+    ("blank.fq", b"\n\n  \n", ["no reads"]),
+    ("empty.gz", gzip.compress(b""), ["no reads"]),
+    ("truncated.fq", FASTQ + b"@r4\nACGT\n+\n", ["record 4", "truncated"]),
+    ("mismatch.fq", FASTQ.replace(b"!!~~ABCD", b"!!~~ABC"), ["record 2", "quality length 7"]),
+    ("header.fq", FASTQ.replace(b"@r3\n", b"r3\n"), ["record 3", "'@'"]),
+    ("plus.fq", FASTQ.replace(b"+r2/2\n", b"-r2/2\n"), ["record 2", "'+'"]),
+    ("junk.fq", FASTQ.replace(b"GATTRYKM", b"GAT\x00\x01YKM"), ["record 2", "not a letter"]),
+    ("badqual.fq", FASTQ.replace(b"!!~~ABCD", b"!!~~AB\x7fD"), ["record 2", "quality"]),
+    ("emptyseq.fq", FASTQ.replace(b"T\n+\n5\n", b"\n+\n\n"), ["record 3", "empty sequence"]),
+    ("emptyname.fq", FASTQ.replace(b"@r3\n", b"@ x\n"), ["record 3", "empty read name"]),
+    ("ctrlname.fq", FASTQ.replace(b"@r3\n", b"@r\x013\n"), ["record 3", "printable"]),
+    ("longname.fq", FASTQ.replace(b"@r3\n", b"@" + b"x" * 255 + b"\n"), ["record 3", "longer"]),
+    ("emptyseq.fa", FASTA.replace(b"TTTT\n", b""), ["record 2", "empty sequence"]),
+    ("junk.fa", FASTA.replace(b"TTTT", b"TT\xffT"), ["record 2", "not a letter"]),
+    ("binary.bin", b"\x00\x01\x02binary", ["not FASTQ or FASTA"]),
+    ("bad.gz", gzip.compress(FASTQ)[:-30], ["truncated gzip"]),
+])
+def test_bad_input_names_file_and_record(tmp_path: Path, name: str, data: bytes,
+                                        words: list[str]) -> None:
+    expect_error(write(tmp_path / name, data), *words)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    expect_error(str(tmp_path / "nope.fq"), "no such file")
+
+
+def test_error_record_number_counts_earlier_chunks(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    data, _, _, _ = random_fastq(200, seed=2)
+    lines = data.split(b"\n")
+    lines[4 * 150 + 2] = b"x"  # the '+' line of record 151
+    path = write(tmp_path / "late.fq", b"\n".join(lines))
+    monkeypatch.setattr(reads, "CHUNK_BYTES", 512)
+    expect_error(path, "record 151", "line 603")
+
+
+def test_stopping_early_ends_the_gunzip_thread(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    data, names, _, _ = random_fastq(300, seed=4)
+    path = write(tmp_path / "r.fq.gz", gzip.compress(data))
+    monkeypatch.setattr(reads, "CHUNK_BYTES", 256)
+    monkeypatch.setattr(reads, "GZIP_OUT_BYTES", 256)
+    batches = read_batches(path, 10)
+    assert next(batches).names == names[:10]
+    batches.close()
+    assert not any(t.name == "marose-gunzip" for t in threading.enumerate())
