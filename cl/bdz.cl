@@ -58,6 +58,8 @@ __kernel void bdz_build(uint n_seeds, __global const uint *key_start, __global c
         }
         if (n < nk)
             continue;
+        for (uint v = 0; v < nv; ++v)
+            gs[v] = 0;
         for (uint i = n; i-- > 0;) {
             uint3 ed = phf_edge(key[oe[i]], J, 0u, part);
             uint v = ov[i];

@@ -96,13 +96,13 @@ inline uint2 find(uint seed, uint key, TABLES)
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void filter_count(__global const uchar *reads, __global const uint *read_offset,
-                  __global const uint *read_length, uint step, TABLES,
+                  __global const uint *read_length, __global const uint *read_step, TABLES,
                   __global uint *item_count, __global uint *read_count)
 {
     __local uint sum[WG];
     uint r = get_group_id(0), lid = get_local_id(0);
     __global const uchar *read = reads + read_offset[r];
-    uint len = read_length[r], np = n_patterns(len, step);
+    uint len = read_length[r], step = read_step[r], np = n_patterns(len, step);
     uint count = 0;
 #define COUNT(range) count += (range).y - (range).x
     for (uint t = lid; t < np; t += WG) {
@@ -176,7 +176,7 @@ inline __local uint *radix_sort(__local uint *src, __local uint *dst, uint n, __
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void filter_emit(__global const uchar *reads, __global const uint *read_offset,
-                 __global const uint *read_length, uint step, TABLES,
+                 __global const uint *read_length, __global const uint *read_step, TABLES,
                  __global const uint *positions, __global const uint *contig_start, uint n_contigs,
                  __global const uint *item_count, __global const uint *out_offset,
                  __global uint *candidates, __global uint *out_count)
@@ -184,7 +184,7 @@ void filter_emit(__global const uchar *reads, __global const uint *read_offset,
     __local uint keys_a[CAP], keys_b[CAP], hist[RADIX * WG], buf[WG];
     uint r = get_group_id(0), lid = get_local_id(0);
     __global const uchar *read = reads + read_offset[r];
-    uint len = read_length[r], np = n_patterns(len, step);
+    uint len = read_length[r], step = read_step[r], np = n_patterns(len, step);
     uint total;
     uint at = scan_items(item_count[r * WG + lid], buf, lid, &total);
     __global uint *out = candidates + out_offset[r];

@@ -22,7 +22,7 @@ def build(device: Device, seed_of_key: np.ndarray, keys: np.ndarray, n_seeds: in
     key_start = np.concatenate(([0], np.cumsum(n_keys))).astype(np.uint32)
     kernel = device.kernel(PROGRAM, "bdz_build", {"MAX_ATTEMPTS": bdz.MAX_ATTEMPTS})
     hash_seed = device.empty(4 * n_seeds)
-    g = device.zeros(n_vertices)
+    g = device.empty(n_vertices)
     failed = device.zeros(4)
     scratch = [device.empty(4 * n_vertices) for _ in range(3)] + [device.empty(4 * keys.size) for _ in range(2)]
     kernel(device.queue, groups(n_seeds, 64), None, np.uint32(n_seeds), device.to_device(key_start),

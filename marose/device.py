@@ -72,8 +72,10 @@ def choose_device(spec: str | None = None):
                 return device
         raise MaroseError(f"no OpenCL device matches '{spec}'; `marose devices` lists them")
     cl = _cl()
-    gpus = [device for _, _, device in devices if device.type & cl.device_type.GPU]
-    return (gpus or [devices[0][2]])[0]
+    real = [device for _, _, device in devices if "oclgrind" not in device.platform.name.lower()] or \
+        [devices[0][2]]  # a simulator only when named
+    gpus = [device for device in real if device.type & cl.device_type.GPU]
+    return (gpus or real)[0]
 
 
 class Device:
@@ -95,7 +97,7 @@ class Device:
         key = (files, tuple(sorted((defines or {}).items())))
         if key not in self._programs:
             source = "\n".join(_source(name) for name in files)
-            options = [f"-D{name}={value}" for name, value in sorted((defines or {}).items())]
+            options = ["-cl-std=CL1.2"] + [f"-D{name}={value}" for name, value in sorted((defines or {}).items())]
             try:
                 self._programs[key] = self.cl.Program(self.context, source).build(options=options)
             except self.cl.Error as exc:

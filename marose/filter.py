@@ -63,10 +63,9 @@ def local_capacity(device: Device) -> int:
 class Filter:
     """Seed and filter on one device for an index's parameters and a neighborhood error count e."""
 
-    def __init__(self, device: Device, params: IndexParams, e: int, step: int, genome_length: int,
+    def __init__(self, device: Device, params: IndexParams, e: int, genome_length: int,
                  contig_offsets: np.ndarray):
         self.device = device
-        self.step = step
         seed_mask = sum(1 << j for j in params.seed_offsets)
         defines = {"SPAN": params.span, "LN": params.ln, "SEED_MASK": f"{seed_mask}u", "E": e,
                    "WG": WORK_GROUP, "CAP": local_capacity(device),
@@ -76,10 +75,12 @@ class Filter:
         self.contig_start = device.to_device(np.asarray(contig_offsets, dtype=np.uint32))
         self.n_contigs = np.uint32(len(contig_offsets) - 1)
 
-    def upload(self, strands: Strands) -> tuple:
+    def upload(self, strands: Strands, steps: np.ndarray, active: np.ndarray | None = None) -> tuple:
+        """The rows on the device, with their pattern steps; inactive rows get no patterns."""
         d = self.device
+        lengths = strands.lengths if active is None else np.where(active, strands.lengths, 0)
         return (d.to_device(strands.codes.reshape(-1)), d.to_device(strands.offsets),
-                d.to_device(strands.lengths))
+                d.to_device(lengths.astype(np.uint32)), d.to_device(np.asarray(steps, dtype=np.uint32)))
 
     def run(self, seg: DeviceSegment, strands: Strands, reads_on_device: tuple) -> Candidates:
         d, n = self.device, strands.n
@@ -87,7 +88,7 @@ class Filter:
             return Candidates(np.empty(0, np.uint32), np.empty(0, np.uint32))
         global_size = (n * WORK_GROUP,)
         item_count, read_count = d.empty(4 * n * WORK_GROUP), d.empty(4 * n)
-        self.count_kernel(d.queue, global_size, (WORK_GROUP,), *reads_on_device, np.uint32(self.step),
+        self.count_kernel(d.queue, global_size, (WORK_GROUP,), *reads_on_device,
                           *seg.tables, item_count, read_count)
         counts = d.read(read_count, np.uint32, n).astype(np.int64)
         offsets = np.concatenate(([0], np.cumsum(counts)))
@@ -95,7 +96,7 @@ class Filter:
         if total >= 2**32:
             raise MemoryError("too many candidates in one batch; use a smaller batch size")
         candidates, out_count = d.empty(4 * total), d.empty(4 * n)
-        self.emit_kernel(d.queue, global_size, (WORK_GROUP,), *reads_on_device, np.uint32(self.step),
+        self.emit_kernel(d.queue, global_size, (WORK_GROUP,), *reads_on_device,
                          *seg.tables, seg.positions, self.contig_start, self.n_contigs, item_count,
                          d.to_device(offsets[:-1].astype(np.uint32)), candidates, out_count)
         found = d.read(candidates, np.uint32, total)

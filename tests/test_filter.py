@@ -84,8 +84,8 @@ def test_kernel_equals_numpy_twin(device, mask, ln, e, step, seg_size):
     params = IndexParams(mask, ln, seg_size)
     segments = [build_segment(ref, a, b, params) for a, b in segment_bounds(ref.total_length, seg_size)]
     strands = simulated_strands(ref, 40, 60, rng)
-    filt = Filter(device, params, e, step, ref.total_length, ref.offsets)
-    on_device = filt.upload(strands)
+    filt = Filter(device, params, e, ref.total_length, ref.offsets)
+    on_device = filt.upload(strands, np.full(strands.n, step))
     rows, starts = [], []
     for seg in segments:
         got = filt.run(lookup.upload(device, seg), strands, on_device)
@@ -105,8 +105,8 @@ def test_reads_that_overflow_local_memory_are_deduplicated_on_the_host(tmp_path,
     seg = build_segment(ref, 0, ref.total_length, params)
     codes = np.tile(encode("ACGTTGCAAGT" * 5)[None, :], (2, 1))
     strands = Strands.from_reads(codes, np.array([55, 40]))
-    filt = Filter(device, params, 1, 1, ref.total_length, ref.offsets)
-    got = filt.run(lookup.upload(device, seg), strands, filt.upload(strands))
+    filt = Filter(device, params, 1, ref.total_length, ref.offsets)
+    got = filt.run(lookup.upload(device, seg), strands, filt.upload(strands, np.ones(strands.n)))
     want = reference_filter([seg], params, strands, 1, 1, ref.offsets)
     assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
     n_patterns = 55 - params.width + 1

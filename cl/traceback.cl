@@ -1,0 +1,135 @@
+/* Canonical alignments of whole reads at their loci, one work-item per locus (see
+ * marose/align.py, traceback): the read against the genome slice [a, e] that ends at the
+ * locus end e, walked back from (L, m) with ties preferring the diagonal, then I, then D, and
+ * stopping when the read is consumed. Operations: 0 match, 1 mismatch, 2 I, 3 D.
+ *
+ * Only the 2k + 1 diagonals j - i in [m - L - k, m - L + k] are computed (Ukkonen band); cells
+ * outside count as unreachable. This gives the full DP's traceback whenever D(L, m) <= k:
+ * - Leaving diagonal d for the end diagonal m - L takes at least |d - (m - L)| indels, so every
+ *   path of cost <= k into (L, m) stays in the band. The banded value of a cell is the best
+ *   over the paths inside the band, so it is never below the full one and equals it wherever
+ *   an optimal path into the cell stays in the band; in particular at (L, m).
+ * - Walking back, a neighbour passes the tie test of the full DP (its value plus the step cost
+ *   equals the current cell) only if it lies on an optimal path into (L, m) of cost <= k; then
+ *   its optimal paths stay in the band and its banded value is exact, so the banded test
+ *   passes too. A neighbour that fails in the full DP has value plus cost above the current
+ *   cell, and the banded value can only be larger, so it fails too. Each step therefore picks
+ *   the same move, and by induction the walk visits the same cells with exact values.
+ * The walk only visits cells of finite value, whose chosen predecessors are inside the band.
+ *
+ * Needs -D MAX_LEN= (longest read) and -D MAX_K= (largest k). */
+
+#define BAND (2 * MAX_K + 1)
+#define BAND_WORDS ((BAND + 31) / 32)
+#define OPS_WIDTH (MAX_LEN + MAX_K)
+#define UNREACHABLE 0x7fff
+#define OP_MATCH 0
+#define OP_MISMATCH 1
+#define OP_INS 2
+#define OP_DEL 3
+
+__kernel void traceback(__global const uchar *read_codes, __global const uint *read_offset,
+                        __global const uint *read_length, __global const uchar *genome,
+                        __global const uint *loci_read, __global const uint *loci_end,
+                        __global const uint *slice_start, uint n, uint k,
+                        __global uint *starts, __global uchar *ops, __global uint *counts)
+{
+    uint t = get_global_id(0);
+    if (t >= n)
+        return;
+    uint r = loci_read[t];
+    int length = (int)read_length[r];
+    __global const uchar *read = read_codes + read_offset[r];
+    uint a = slice_start[t];
+    __global const uchar *text = genome + a;
+    int m = (int)(loci_end[t] - a) + 1;
+    int band = 2 * (int)k + 1;
+    int shift = m - length - (int)k;  /* column j of band cell b in row i is i + shift + b */
+
+    /* Bit b of a row: the move back from band cell b is diagonal, or else I; neither is D. */
+    uint diag_bits[MAX_LEN * BAND_WORDS], ins_bits[MAX_LEN * BAND_WORDS];
+    int prev[BAND + 1], cur[BAND + 1];
+    for (int b = 0; b < band; ++b) {
+        int j = shift + b;
+        prev[b] = 0 <= j && j <= m ? 0 : UNREACHABLE;
+    }
+    prev[band] = UNREACHABLE;
+
+    for (int i = 1; i <= length; ++i) {
+        uchar code = read[i - 1];
+        __private uint *diag_row = diag_bits + (i - 1) * BAND_WORDS;
+        __private uint *ins_row = ins_bits + (i - 1) * BAND_WORDS;
+        for (int w = 0; w < BAND_WORDS; ++w) {
+            diag_row[w] = 0u;
+            ins_row[w] = 0u;
+        }
+        int left = UNREACHABLE;
+        for (int b = 0; b < band; ++b) {
+            int j = i + shift + b;
+            int value = UNREACHABLE;
+            if (0 <= j && j <= m) {
+                int diag = UNREACHABLE + 1;
+                if (j > 0)
+                    diag = prev[b] + (code >= 4 || code != text[j - 1] ? 1 : 0);
+                int up = prev[b + 1] + 1;
+                value = min(min(diag, up), left + 1);
+                uint bit = 1u << (b % 32);
+                if (diag == value)
+                    diag_row[b / 32] |= bit;
+                else if (up == value)
+                    ins_row[b / 32] |= bit;
+                value = min(value, UNREACHABLE);
+            }
+            cur[b] = value;
+            left = value;
+        }
+        for (int b = 0; b < band; ++b)
+            prev[b] = cur[b];
+    }
+
+    __global uchar *row = ops + (size_t)t * OPS_WIDTH;
+    if (prev[k] > (int)k) {
+        starts[t] = UINT_MAX;
+        counts[t] = 0u;
+        return;
+    }
+    /* Walk back twice: once to count the moves, once to write them first to last. */
+    uint count = 0;
+    int i = length, b = (int)k;
+    while (i > 0) {
+        uint bit = 1u << (b % 32);
+        int w = (i - 1) * BAND_WORDS + b / 32;
+        if (diag_bits[w] & bit) {
+            --i;
+        } else if (ins_bits[w] & bit) {
+            --i;
+            ++b;
+        } else {
+            --b;
+        }
+        ++count;
+    }
+    starts[t] = a + (uint)(shift + b);
+    counts[t] = count;
+    uint at = count;
+    i = length;
+    b = (int)k;
+    while (i > 0) {
+        uint bit = 1u << (b % 32);
+        int w = (i - 1) * BAND_WORDS + b / 32;
+        uchar op;
+        if (diag_bits[w] & bit) {
+            uchar code = read[i - 1];
+            op = code >= 4 || code != text[i + shift + b - 1] ? OP_MISMATCH : OP_MATCH;
+            --i;
+        } else if (ins_bits[w] & bit) {
+            op = OP_INS;
+            --i;
+            ++b;
+        } else {
+            op = OP_DEL;
+            --b;
+        }
+        row[--at] = op;
+    }
+}

@@ -1,0 +1,166 @@
+"""`marose`: map reads (`marose map`) and list OpenCL devices (`marose devices`)."""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import itertools
+import os
+import shlex
+import sys
+import time
+
+from . import __version__
+from .errors import MaroseError
+
+DEFAULT_BATCH = 100_000
+DEFAULT_MAX_HITS = 100
+PROGRESS_SECONDS = 10.0
+
+
+def _map_parser(sub) -> None:
+    p = sub.add_parser(
+        "map", help="map reads: every locus within k edits, as SAM/BAM",
+        description="Map short reads to an indexed reference and report, for every read, every locus "
+                    "within k edits (substitutions, insertions, deletions). Output is SAM on stdout, or "
+                    "SAM/BAM at -o (BAM when the name ends in .bam). Each read gets one primary record "
+                    "(unmapped reads too); further loci are secondary records, or an XA tag with --xa.")
+    p.add_argument("reads", help="reads in FASTQ or FASTA, plain or gzip; '-' reads stdin")
+    p.add_argument("-x", "--index", help="the reference FASTA that marose-index indexed, or its .marose "
+                                         "directory; default: the one index in the current directory")
+    p.add_argument("-o", "--output", help="output file (.sam or .bam); default: SAM on stdout")
+    p.add_argument("-k", "--max-errors", type=int,
+                   help="edit distance budget; default about 5%% of the first read's length")
+    p.add_argument("--max-hits", type=int, default=DEFAULT_MAX_HITS,
+                   help=f"loci written per read (the rest are counted in HN:i) (default {DEFAULT_MAX_HITS})")
+    p.add_argument("--xa", action="store_true", help="write further loci as a bwa-style XA:Z tag on the "
+                                                     "primary record instead of secondary records")
+    p.add_argument("-R", "--read-group", help="read group header line, e.g. '@RG\\tID:run1\\tSM:sample1'")
+    p.add_argument("--device", help="OpenCL device, as 'P:D' (see `marose devices`) or part of its name; "
+                                    "PYOPENCL_CTX is honoured; default: a GPU if there is one")
+    p.add_argument("-t", "--threads", type=int, help="CPU threads for the CPU OpenCL runtime and BAM "
+                                                     "compression (default: all)")
+    p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH,
+                   help=f"reads per batch (default {DEFAULT_BATCH}); output does not depend on it")
+    p.add_argument("--explain", action="store_true",
+                   help="print the filter parameters, their sensitivity guarantee and expected work")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="marose", description="marose: an all-mapper for short reads on any "
+                                  "OpenCL device. Build an index first with `marose-index genome.fa`.")
+    top.add_argument("--version", action="version", version=f"marose {__version__}")
+    sub = top.add_subparsers(dest="command", required=True)
+    _map_parser(sub)
+    sub.add_parser("devices", help="list OpenCL platforms and devices",
+                   description="List OpenCL platforms and devices, numbered as --device takes them.")
+    return top
+
+
+def find_index(given: str | None) -> str:
+    """The index directory for -x (a FASTA or its .marose directory), or the one in the current directory."""
+    from indexer.store import SUFFIX
+
+    if given:
+        for candidate in (given, given + SUFFIX):
+            if os.path.isfile(os.path.join(candidate, "manifest.json")):
+                return candidate
+        raise MaroseError(f"{given}: no index found (looked for {given + SUFFIX}/); "
+                          f"build it with `marose-index {given}`")
+    found = sorted(d for d in glob.glob("*" + SUFFIX) if os.path.isfile(os.path.join(d, "manifest.json")))
+    if len(found) != 1:
+        listing = ", ".join(found) if found else "none"
+        raise MaroseError(f"give the index with -x: {len(found)} indexes in the current directory ({listing})")
+    return found[0]
+
+
+def run_map(args, log) -> None:
+    from indexer import store
+
+    from .device import Device, describe
+    from .mapper import Mapper
+    from .params import default_max_errors
+    from .reads import read_batches
+    from .sam import SamWriter, format_batch, parse_read_group, sam_header
+
+    if args.max_hits < 1:
+        raise MaroseError("--max-hits must be at least 1")
+    if args.batch_size < 1:
+        raise MaroseError("--batch-size must be at least 1")
+    if args.max_errors is not None and not 0 <= args.max_errors <= 64:
+        raise MaroseError(f"--max-errors {args.max_errors}: use 0..64")
+    rg_id = parse_read_group(args.read_group)[1] if args.read_group else None
+    if args.reads != "-" and not os.path.isfile(args.reads):
+        raise MaroseError(f"{args.reads}: no such file")
+    index = store.load(find_index(args.index))
+    ref = index.reference
+    if args.threads:
+        os.environ.setdefault("POCL_CPU_MAX_CU_COUNT", str(args.threads))
+        os.environ.setdefault("POCL_MAX_PTHREAD_COUNT", str(args.threads))
+    batches = read_batches(args.reads, args.batch_size)
+    first = next(batches)
+    k = args.max_errors if args.max_errors is not None else default_max_errors(len(first.seqs[0]))
+    device = Device(args.device)
+    log(f"index {index.path} ({ref.total_length:,} bases, {len(index.segments)} segment(s)); "
+        f"k={k}; device {describe(device.device)}")
+    mapper = Mapper(index, device, k, log)
+    if args.explain:
+        print(mapper.choice(len(first.seqs[0])).explain(), file=sys.stderr)
+    header = sam_header(list(zip(ref.names, map(int, ref.lengths))), args.read_group,
+                        " ".join(shlex.quote(a) for a in ["marose", *sys.argv[1:]]), __version__)
+    started = last = time.time()
+    with SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1) as out:
+        for batch in itertools.chain([first], batches):
+            hits, n_loci = mapper.map_batch(batch)
+            out.write(format_batch(batch, hits, n_loci, ref.names, args.max_hits, args.xa, rg_id))
+            if time.time() - last > PROGRESS_SECONDS:
+                last = time.time()
+                log(f"{mapper.stats.reads:,} reads, {mapper.stats.reads / (last - started):,.0f} reads/s")
+    summary(mapper.stats, time.time() - started, log)
+
+
+def summary(stats, seconds: float, log) -> None:
+    log(f"{stats.reads:,} reads, {stats.mapped:,} mapped ({stats.unique:,} to one locus), "
+        f"{stats.loci:,} loci, {stats.reads / max(seconds, 1e-9):,.0f} reads/s")
+    if stats.too_short:
+        log(f"{stats.too_short:,} reads shorter than one index pattern were written unmapped")
+    if stats.unguaranteed:
+        lengths = sorted(stats.unguaranteed)
+        log(f"no sensitivity guarantee for reads of {lengths[0]}..{lengths[-1]} bp "
+            f"({len(lengths)} lengths); see the warning above")
+    if stats.too_many_n:
+        log(f"{stats.too_many_n:,} reads with more N than the error budget were written unmapped")
+
+
+def run_devices() -> None:
+    from .device import all_devices, describe
+
+    devices = all_devices()
+    if not devices:
+        print("no OpenCL devices; `pip install marose[pocl]` adds a CPU runtime")
+    for p, d, device in devices:
+        print(f"{p}:{d}  {describe(device)}")
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    quiet = getattr(args, "quiet", False)
+    log = (lambda message: None) if quiet else (lambda message: print(f"[marose] {message}", file=sys.stderr,
+                                                                      flush=True))
+    try:
+        if args.command == "devices":
+            run_devices()
+        else:
+            run_map(args, log)
+    except MaroseError as exc:
+        print(f"marose: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("marose: interrupted; no output written", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,209 @@
+"""Host side of extend: end distances of reads in candidate windows (cl/extend.cl), canonical
+tracebacks of loci (cl/traceback.cl), and the CIGAR, NM and MD strings of a traceback.
+
+Both kernels compute what marose.align defines: ``end_distances`` row c equals
+``align.end_distances(read, genome[start:start + len], k)`` padded with 255, and a traceback
+of a locus ending at e, over the slice starting at a = max(contig start, e - (L + k) + 1),
+equals ``align.traceback`` on that contig.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence, Union
+
+import numpy as np
+
+from .align import NO_HIT, WORD_BITS, n_words
+from .device import Device, groups
+from .dna import N_CODE, decode
+
+DISTANCES = ("extend.cl",)
+TRACEBACK = ("traceback.cl",)
+
+# Traceback operations, first to last in a row of ops.
+OP_MATCH, OP_MISMATCH, OP_INS, OP_DEL = range(4)
+
+
+@dataclass
+class DeviceReads:
+    """A batch of reads on the device: all codes end to end, with per-read offsets and lengths."""
+
+    codes: object
+    offsets: object
+    lengths_buffer: object
+    lengths: np.ndarray  # host copy, uint32
+
+    @property
+    def buffers(self) -> tuple:
+        """The buffers a kernel takes, in argument order."""
+        return (self.codes, self.offsets, self.lengths_buffer)
+
+
+# A list of per-read code arrays, or a tuple (codes, offsets, lengths) as pack_reads makes.
+ReadsLike = Union[DeviceReads, list, tuple]
+
+
+def pack_reads(reads: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Reads of any lengths as (codes uint8, offsets uint32, lengths uint32)."""
+    lengths = np.array([len(r) for r in reads], dtype=np.uint32)
+    offsets = np.zeros(len(reads), dtype=np.uint32)
+    np.cumsum(lengths[:-1], out=offsets[1:])
+    if not reads:
+        return np.zeros(0, np.uint8), offsets, lengths
+    return np.concatenate([np.asarray(r, dtype=np.uint8) for r in reads]), offsets, lengths
+
+
+def upload_reads(device: Device, reads: ReadsLike) -> DeviceReads:
+    """Reads on the device: a list of code arrays, or a tuple (codes, offsets, lengths)."""
+    if isinstance(reads, DeviceReads):
+        return reads
+    if isinstance(reads, tuple):
+        codes, offsets, lengths = reads
+    else:
+        codes, offsets, lengths = pack_reads(list(reads))
+    codes = np.ascontiguousarray(codes, dtype=np.uint8)
+    offsets = np.ascontiguousarray(offsets, dtype=np.uint32)
+    lengths = np.ascontiguousarray(lengths, dtype=np.uint32)
+    if offsets.shape != lengths.shape:
+        raise ValueError("read offsets and lengths differ in size")
+    ends = offsets.astype(np.int64) + lengths
+    if lengths.size and (lengths.min() == 0 or ends.max() > codes.size):
+        raise ValueError("reads must be non-empty and lie inside the codes")
+    return DeviceReads(device.to_device(codes), device.to_device(offsets),
+                       device.to_device(lengths), lengths)
+
+
+def _power_of_two_at_least(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+def max_words(longest: int) -> int:
+    """MAX_WORDS for reads up to `longest` bases (a power of two, so few programs get built)."""
+    return _power_of_two_at_least(n_words(max(1, longest)))
+
+
+def max_k(k: int) -> int:
+    """MAX_K for k (a power of two, at least 8)."""
+    return max(8, _power_of_two_at_least(k))
+
+
+def _check_k(k: int) -> None:
+    if not 0 <= k < NO_HIT:
+        raise ValueError(f"k must be in 0..{NO_HIT - 1}, got {k}")
+
+
+def _check_ids(ids: np.ndarray, n_reads: int) -> None:
+    if ids.size and ids.max() >= n_reads:
+        raise ValueError("a read id is past the last read")
+
+
+def end_distances(device: Device, reads: ReadsLike, genome_buffer, cand_read: np.ndarray,
+                  cand_start: np.ndarray, cand_len: np.ndarray, k: int) -> np.ndarray:
+    """End distances of each candidate's read in its genome window: (n, W) uint8.
+
+    W is the longest read plus 2k. Row c holds D of read cand_read[c] against
+    genome[cand_start[c] : cand_start[c] + cand_len[c]] (cand_len <= W), 255 where
+    D > k and past the window.
+    """
+    _check_k(k)
+    batch = upload_reads(device, reads)
+    cand_read, cand_start, cand_len = (np.ascontiguousarray(a, dtype=np.uint32)
+                                       for a in (cand_read, cand_start, cand_len))
+    n = int(cand_read.size)
+    longest = int(batch.lengths.max()) if batch.lengths.size else 1
+    width = longest + 2 * k
+    _check_ids(cand_read, batch.lengths.size)
+    if n and cand_len.max() > width:
+        raise ValueError(f"a window is longer than the longest read plus 2k ({width})")
+    if n and (cand_start.astype(np.int64) + cand_len).max() > genome_buffer.size:
+        raise ValueError("a window runs past the end of the genome")
+    out = device.empty(n * width)
+    kernel = device.kernel(DISTANCES, "end_distances", {"MAX_WORDS": max_words(longest)})
+    kernel(device.queue, groups(n, 64), None, *batch.buffers, genome_buffer,
+           device.to_device(cand_read), device.to_device(cand_start), device.to_device(cand_len),
+           np.uint32(n), np.uint32(width), np.uint32(k), out)
+    return device.read(out, np.uint8, n * width).reshape(n, width)
+
+
+def slice_starts(loci_end: np.ndarray, read_length: np.ndarray, contig_start: np.ndarray,
+                 k: int) -> np.ndarray:
+    """Where the traceback slice of each locus starts: max(contig start, e - (L + k) + 1)."""
+    ends = np.asarray(loci_end, dtype=np.int64)
+    return np.maximum(np.asarray(contig_start, dtype=np.int64),
+                      ends - (np.asarray(read_length, dtype=np.int64) + k) + 1)
+
+
+def tracebacks(device: Device, reads: ReadsLike, genome_buffer, loci_read: np.ndarray,
+               loci_end: np.ndarray, slice_start: np.ndarray, k: int
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Canonical alignments of loci: (start int64, ops (n, width) uint8, op count int64).
+
+    Locus t aligns read loci_read[t] to end exactly at genome position loci_end[t],
+    within genome[slice_start[t] : loci_end[t] + 1]. Row t of ops holds the
+    operations (OP_MATCH, OP_MISMATCH, OP_INS, OP_DEL) first to last in its first
+    count[t] entries, zero after. A locus with no alignment within k edits ending
+    there gets count 0 and start -1.
+    """
+    _check_k(k)
+    batch = upload_reads(device, reads)
+    loci_read, loci_end, slice_start = (np.ascontiguousarray(a, dtype=np.uint32)
+                                        for a in (loci_read, loci_end, slice_start))
+    n = int(loci_read.size)
+    longest = int(batch.lengths.max()) if batch.lengths.size else 1
+    defines = {"MAX_LEN": WORD_BITS * max_words(longest), "MAX_K": max_k(k)}
+    width = defines["MAX_LEN"] + defines["MAX_K"]
+    _check_ids(loci_read, batch.lengths.size)
+    if n and ((slice_start > loci_end).any() or loci_end.max() >= genome_buffer.size):
+        raise ValueError("a locus ends before its slice starts or past the end of the genome")
+    starts, counts = device.empty(4 * n), device.empty(4 * n)
+    ops = device.zeros(n * width)
+    kernel = device.kernel(TRACEBACK, "traceback", defines)
+    kernel(device.queue, groups(n, 64), None, *batch.buffers, genome_buffer,
+           device.to_device(loci_read), device.to_device(loci_end), device.to_device(slice_start),
+           np.uint32(n), np.uint32(k), starts, ops, counts)
+    count = device.read(counts, np.uint32, n).astype(np.int64)
+    start = device.read(starts, np.uint32, n).astype(np.int64)
+    start[count == 0] = -1
+    return start, device.read(ops, np.uint8, n * width).reshape(n, width), count
+
+
+_LETTERS = bytes.maketrans(bytes(range(4)), b"=XID")
+_CIGAR_RUNS = re.compile(rb"(?P<M>[=X]+)|(?P<I>I+)|(?P<D>D+)")
+_MD_RUNS = re.compile(rb"(?P<match>=+)|(?P<mismatch>X)|(?P<ins>I+)|(?P<dele>D+)")
+_BASE_LETTERS = "ACGTN"
+
+
+def alignment_strings(ops: np.ndarray, count: int, genome_codes: np.ndarray,
+                      start: int) -> tuple[str, int, str]:
+    """SAM CIGAR (M/I/D), NM and MD of one row of traceback operations, as align.traceback.
+
+    genome_codes holds the genome the alignment starts in at `start`. A mismatch
+    writes the reference base in MD (N for any code above 3).
+    """
+    raw = ops[:count].tobytes()
+    nm = count - raw.count(0)
+    if nm == 0:
+        return f"{count}M", 0, str(count)
+    letters = raw.translate(_LETTERS)
+    cigar = "".join(f"{m.end() - m.start()}{m.lastgroup}" for m in _CIGAR_RUNS.finditer(letters))
+    md = []
+    matched = 0
+    at = start
+    for m in _MD_RUNS.finditer(letters):
+        size = m.end() - m.start()
+        kind = m.lastgroup
+        if kind == "match":
+            matched += size
+            at += size
+        elif kind == "mismatch":
+            md.append(f"{matched}{_BASE_LETTERS[min(int(genome_codes[at]), N_CODE)]}")
+            matched = 0
+            at += 1
+        elif kind == "dele":
+            md.append(f"{matched}^{decode(np.minimum(genome_codes[at:at + size], N_CODE))}")
+            matched = 0
+            at += size
+    md.append(str(matched))
+    return cigar, nm, "".join(md)

@@ -1,0 +1,184 @@
+"""The mapping driver: batches of reads × index segments → every locus within k edits, as SAM."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from indexer.store import Index
+
+from . import extend, lookup
+from .align import loci_from_hits
+from .device import Device
+from .dna import N_CODE
+from .filter import Candidates, Filter, Strands, unique_candidates
+from .params import Choice, choose_filter
+from .reads import ReadBatch
+from .sam import Hits
+
+RESIDENT_FRACTION = 0.6  # of device memory the index segments may hold at once
+
+
+@dataclass
+class Stats:
+    """Counts for the summary line."""
+
+    reads: int = 0
+    mapped: int = 0
+    unique: int = 0
+    loci: int = 0
+    too_short: int = 0
+    too_many_n: int = 0
+    candidates: int = 0
+    unguaranteed: list = field(default_factory=list)  # read lengths the filter gives no guarantee for
+    seconds: dict = field(default_factory=lambda: {"filter": 0.0, "extend": 0.0, "traceback": 0.0})
+
+
+class Mapper:
+    """Maps batches of reads against a loaded index on one device."""
+
+    def __init__(self, index: Index, device: Device, k: int, log=lambda message: None):
+        self.index = index
+        self.device = device
+        self.k = k
+        self.log = log
+        ref = index.reference
+        self.contig_offsets = ref.offsets
+        self.genome_codes = ref.codes
+        self.genome = device.to_device(ref.codes)
+        self.n_positions = sum(s.positions.size for s in index.segments)
+        sum_sq = sum(s.sum_count_sq for s in index.segments)
+        self.repeat_occupancy = sum_sq / max(1, self.n_positions)
+        self.resident = self._fits_on_device()
+        self.on_device = [lookup.upload(device, s) for s in index.segments] if self.resident else None
+        self.filters: dict[int, Filter] = {}
+        self.choices: dict[int, Choice] = {}
+        self.stats = Stats()
+
+    def _fits_on_device(self) -> bool:
+        tables = sum(np.asarray(getattr(s, name)).nbytes for s in self.index.segments
+                     for name in ("hash_seed", "vertex_offset", "g", "slot_key", "slot_start", "positions"))
+        return tables <= RESIDENT_FRACTION * self.device.device.global_mem_size
+
+    def segments(self):
+        """Device copies of the segments: kept resident, or streamed one at a time."""
+        if self.resident:
+            yield from self.on_device
+        else:
+            for segment in self.index.segments:
+                yield lookup.upload(self.device, segment)
+
+    def choice(self, read_length: int) -> Choice:
+        """Filter parameters for a read length, chosen once; the first length without a guarantee
+        is warned about, the others are listed in the summary."""
+        if read_length not in self.choices:
+            p = self.index.params
+            chosen = choose_filter(read_length, self.k, p.mask, p.ln, self.n_positions, self.repeat_occupancy)
+            if not chosen.guaranteed:
+                if not self.stats.unguaranteed:
+                    print(f"marose: warning: for {read_length} bp reads and k={self.k} the index (mask "
+                          f"{p.mask}, ln {p.ln}) gives no guarantee: {chosen.missed_fraction:.3%} of "
+                          f"placements of {self.k} edits leave no pattern, so loci may be missed; an index "
+                          "with a shorter seed or neighborhood (marose-index --mask/--ln) finds them all",
+                          file=sys.stderr)
+                self.stats.unguaranteed.append(read_length)
+            self.choices[read_length] = chosen
+        return self.choices[read_length]
+
+    def filter(self, e: int) -> Filter:
+        if e not in self.filters:
+            self.filters[e] = Filter(self.device, self.index.params, e, self.index.reference.total_length,
+                                     self.contig_offsets)
+        return self.filters[e]
+
+    def map_batch(self, batch: ReadBatch) -> tuple[Hits, np.ndarray]:
+        """Every locus of every read of the batch, sorted by read then best first; loci per read."""
+        codes, lengths = batch.codes()
+        n = lengths.size
+        n_bases_n = np.sum((codes == N_CODE) & (np.arange(codes.shape[1]) < lengths[:, None]), axis=1)
+        width = self.index.params.width
+        too_short, too_many_n = lengths < width, n_bases_n > self.k
+        mappable = ~too_short & ~too_many_n
+        self.stats.too_short += int(too_short.sum())
+        self.stats.too_many_n += int((too_many_n & ~too_short).sum())
+        strands = Strands.from_reads(codes, lengths)
+        started = time.perf_counter()
+        candidates = self._candidates(strands, np.repeat(mappable, 2))
+        self.stats.candidates += candidates.row.size
+        self.stats.seconds["filter"] += time.perf_counter() - started
+        hits = self._extend(strands, candidates)
+        n_loci = np.bincount(hits.read, minlength=n)
+        self._count(n, n_loci, hits)
+        return hits, n_loci
+
+    def _candidates(self, strands: Strands, active: np.ndarray) -> Candidates:
+        rows_e = np.full(strands.n, -1)
+        steps = np.ones(strands.n, dtype=np.uint32)
+        for length in np.unique(strands.lengths[active]):
+            chosen = self.choice(int(length)).params
+            rows = active & (strands.lengths == length)
+            rows_e[rows], steps[rows] = chosen.e, chosen.step
+        found = []
+        for e in np.unique(rows_e[rows_e >= 0]):
+            filt = self.filter(int(e))
+            reads_on_device = filt.upload(strands, steps, rows_e == e)
+            found.extend(filt.run(seg, strands, reads_on_device) for seg in self.segments())
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            return Candidates(np.empty(0, np.uint32), np.empty(0, np.uint32))
+        return unique_candidates(np.concatenate([c.row for c in found]), np.concatenate([c.start for c in found]))
+
+    def _extend(self, strands: Strands, candidates: Candidates) -> Hits:
+        k, offsets = self.k, self.contig_offsets
+        reads = extend.upload_reads(self.device, (strands.codes.reshape(-1), strands.offsets,
+                                                  np.maximum(strands.lengths, 1)))
+        started = time.perf_counter()
+        row = candidates.row.astype(np.int64)
+        read_length = strands.lengths[row].astype(np.int64)
+        start = candidates.start.astype(np.int64)
+        contig = np.searchsorted(offsets, start, side="right") - 1
+        window_start = np.maximum(offsets[contig], start - k)
+        window_end = np.minimum(offsets[contig + 1], start + read_length + k)
+        dist = extend.end_distances(self.device, reads, self.genome, row, window_start,
+                                    window_end - window_start, k)
+        cand, column = np.nonzero(dist <= k)
+        end = window_start[cand] + column
+        key = row[cand] * (offsets.size - 1) + contig[cand]
+        d = dist[cand, column].astype(np.int64)
+        order = np.lexsort((d, end, key))
+        key, end, d = key[order], end[order], d[order]
+        first = np.ones(key.size, dtype=bool)
+        first[1:] = (key[1:] != key[:-1]) | (end[1:] != end[:-1])
+        key, end, d = loci_from_hits(key[first], end[first], d[first])
+        self.stats.seconds["extend"] += time.perf_counter() - started
+        started = time.perf_counter()
+        hits = self._traceback(reads, strands, key, end, d)
+        self.stats.seconds["traceback"] += time.perf_counter() - started
+        return hits
+
+    def _traceback(self, reads, strands: Strands, key, end, dist) -> Hits:
+        n_contigs = self.contig_offsets.size - 1
+        row, contig = key // n_contigs, key % n_contigs
+        slice_start = extend.slice_starts(end, strands.lengths[row], self.contig_offsets[contig], self.k)
+        start, ops, count = extend.tracebacks(self.device, reads, self.genome, row, end, slice_start, self.k)
+        if np.any(count == 0):
+            raise RuntimeError("a locus found by the extend kernel has no traceback")
+        strings = [extend.alignment_strings(ops[i], int(count[i]), self.genome_codes, int(start[i]))
+                   for i in range(row.size)]
+        read, strand = row // 2, row % 2
+        pos = start - self.contig_offsets[contig]
+        order = np.lexsort((strand, pos, contig, dist, read))
+        return Hits(read=read[order], strand=strand[order], contig=contig[order], pos=pos[order],
+                    dist=dist[order], cigar=[strings[i][0] for i in order], md=[strings[i][2] for i in order],
+                    nm=np.array([strings[i][1] for i in order], dtype=np.int64))
+
+    def _count(self, n: int, n_loci: np.ndarray, hits: Hits) -> None:
+        self.stats.reads += n
+        self.stats.mapped += int(np.count_nonzero(n_loci))
+        self.stats.unique += int(np.count_nonzero(n_loci == 1))
+        self.stats.loci += int(n_loci.sum())
+

@@ -1,0 +1,243 @@
+"""Extend kernels (end distances, tracebacks) against the numpy reference in marose.align."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pysam
+import pytest
+
+from marose import align
+from marose.dna import N_CODE, encode, reverse_complement
+from marose.extend import (
+    OP_DEL,
+    OP_INS,
+    OP_MATCH,
+    OP_MISMATCH,
+    alignment_strings,
+    end_distances,
+    pack_reads,
+    slice_starts,
+    tracebacks,
+    upload_reads,
+)
+
+DATA = Path(__file__).parent / "data"
+LENGTHS = (1, 40, 63, 64, 65, 100, 150, 250)
+K_MAX = 8
+
+
+def mutate(rng: np.random.Generator, seq: np.ndarray, edits: int) -> np.ndarray:
+    """seq with `edits` random substitutions, insertions or deletions."""
+    out = list(seq)
+    for _ in range(edits):
+        kind = rng.integers(3)
+        at = int(rng.integers(len(out)))
+        if kind == 0:
+            out[at] = (out[at] + 1 + int(rng.integers(3))) % 4
+        elif kind == 1:
+            out.insert(at, int(rng.integers(4)))
+        elif len(out) > 1:
+            del out[at]
+    return np.array(out, dtype=np.uint8)
+
+
+def random_seq(rng: np.random.Generator, size: int, alphabet: int, n_rate: float) -> np.ndarray:
+    """Codes from the first `alphabet` bases, with N at about n_rate of the positions."""
+    seq = rng.integers(0, alphabet, size).astype(np.uint8)
+    seq[rng.random(size) < n_rate] = N_CODE
+    return seq
+
+
+class Case:
+    """Reads, a genome of two contigs holding mutated copies of them, and candidate windows."""
+
+    def __init__(self, seed: int, alphabet: int = 4, n_rate: float = 0.02):
+        rng = np.random.default_rng(seed)
+        # Every other read has N, so that k = 0 still finds loci for the others.
+        self.reads = [random_seq(rng, n, alphabet, n_rate * (i % 2)) for i, n in enumerate(LENGTHS)]
+        self.contigs, self.windows = [], []
+        for c in range(2):
+            # Copies of every read, between random gaps; one starts and one ends the contig.
+            order = rng.permutation(np.repeat(np.arange(len(LENGTHS)), 3))
+            pieces, at = [], 0
+            for i, r in enumerate(order):
+                gap = 0 if i == 0 else int(rng.integers(0, 30))
+                pieces.append(random_seq(rng, gap, alphabet, n_rate))
+                copy = mutate(rng, self.reads[r], int(rng.integers(0, 4)))
+                if i == len(order) - 1:
+                    copy = copy[:-1]
+                pieces.append(copy)
+                self.windows.append((int(r), c, at + gap))
+                at += gap + len(copy)
+            self.contigs.append(np.concatenate(pieces))
+            self.windows.extend((r, c, int(rng.integers(0, at))) for r in range(len(LENGTHS)))
+        self.contig_start = np.array([0, len(self.contigs[0])])
+        self.genome = np.concatenate(self.contigs)
+        self.rng = rng
+
+    def candidates(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(read, start, length, contig) of windows of L + 2k bases from k before a copy.
+
+        Some windows are shifted or shortened at random; all are clamped to their contig.
+        """
+        read, start, length, contig = [], [], [], []
+        for r, c, copy_at in self.windows:
+            at = copy_at - k + (int(self.rng.integers(-3, 4)) if self.rng.random() < 0.3 else 0)
+            size = len(self.reads[r]) + 2 * k
+            if self.rng.random() < 0.2:
+                size = int(self.rng.integers(0, size + 1))
+            lo = max(0, at)
+            hi = min(len(self.contigs[c]), at + size)
+            read.append(r)
+            start.append(self.contig_start[c] + lo)
+            length.append(max(0, hi - lo))
+            contig.append(c)
+        return tuple(np.array(a, dtype=np.int64) for a in (read, start, length, contig))
+
+
+@pytest.fixture(scope="module")
+def case() -> Case:
+    return Case(11)
+
+
+def check_distances(device, case: Case, k: int):
+    """Kernel end distances of every candidate window == align.end_distances."""
+    read, start, length, contig = case.candidates(k)
+    genome = device.to_device(case.genome)
+    got = end_distances(device, case.reads, genome, read, start, length, k)
+    assert got.shape == (len(read), max(LENGTHS) + 2 * k) and got.dtype == np.uint8
+    for c in range(len(read)):
+        text = case.genome[start[c] : start[c] + length[c]]
+        expected = align.end_distances(case.reads[read[c]], text, k)
+        assert np.array_equal(got[c, : length[c]], expected), (c, k)
+        assert (got[c, length[c] :] == align.NO_HIT).all()
+    return got, (read, start, length, contig)
+
+
+def loci_of(got: np.ndarray, read, start, length, contig, k: int):
+    """(read, genome end, contig) of every locus the reference finds in the kernel's rows."""
+    loci = []
+    for c in range(len(read)):
+        ends, _ = align.loci_from_distances(got[c, : length[c]], k)
+        loci.extend((read[c], start[c] + e, contig[c]) for e in ends)
+    return [np.array(a, dtype=np.int64) for a in zip(*loci)] or [np.zeros(0, np.int64)] * 3
+
+
+def check_tracebacks(device, reads, genome: np.ndarray, loci, k: int,
+                     contig_start: np.ndarray, contigs: list) -> int:
+    """Kernel tracebacks (start, CIGAR, NM, MD) == align.traceback for every locus."""
+    loci_read, loci_end, loci_contig = loci
+    lengths = np.array([len(reads[r]) for r in loci_read])
+    first = slice_starts(loci_end, lengths, contig_start[loci_contig], k)
+    start, ops, count = tracebacks(device, reads, device.to_device(genome), loci_read, loci_end,
+                                   first, k)
+    for t in range(len(loci_read)):
+        offset = contig_start[loci_contig[t]]
+        expected = align.traceback(reads[loci_read[t]], contigs[loci_contig[t]],
+                                   int(loci_end[t] - offset), k)
+        assert start[t] == expected.start + offset, t
+        cigar, nm, md = alignment_strings(ops[t], int(count[t]), genome, int(start[t]))
+        assert (cigar, nm, md) == (expected.cigar, expected.nm, expected.md), t
+        assert nm == expected.dist
+        assert not ops[t, count[t] :].any()
+    return len(loci_read)
+
+
+@pytest.mark.parametrize("k", range(K_MAX + 1))
+def test_end_distances_and_tracebacks_random(device, case: Case, k: int) -> None:
+    got, windows = check_distances(device, case, k)
+    loci = loci_of(got, *windows, k)
+    assert check_tracebacks(device, case.reads, case.genome, loci, k, case.contig_start,
+                            case.contigs) > 0
+
+
+@pytest.mark.parametrize("seed", [21, 22])
+def test_low_complexity_ties(device, seed: int) -> None:
+    # Two-letter sequences with many N make many equal-cost alignments: the tie rules decide.
+    case = Case(seed, alphabet=2, n_rate=0.1)
+    for k in (3, 6):
+        got, windows = check_distances(device, case, k)
+        loci = loci_of(got, *windows, k)
+        check_tracebacks(device, case.reads, case.genome, loci, k, case.contig_start,
+                         case.contigs)
+
+
+def lambda_genome() -> np.ndarray:
+    with pysam.FastxFile(str(DATA / "lambda_virus.fa.gz")) as fasta:
+        return encode(next(iter(fasta)).sequence)
+
+
+def test_lambda_simulated_reads(device) -> None:
+    genome = lambda_genome()
+    rng = np.random.default_rng(5)
+    k = 5
+    reads, read, start, length = [], [], [], []
+    for i in range(120):
+        size = int(rng.choice([36, 100, 150]))
+        at = int(rng.integers(0, len(genome) - size))
+        piece = mutate(rng, genome[at : at + size], int(rng.integers(0, k + 1)))
+        reads.append(piece if i % 2 else reverse_complement(piece))
+        for strand in (0, 1):  # both strands of the read are candidates at the true place
+            read.append(2 * i + strand)
+            lo = max(0, at - k)
+            start.append(lo)
+            length.append(min(len(genome), at + len(piece) + k) - lo)
+    reads = [r for piece in reads for r in (piece, reverse_complement(piece))]
+    genome_buffer = device.to_device(genome)
+    got = end_distances(device, reads, genome_buffer, read, start, length, k)
+    for c in range(len(read)):
+        expected = align.end_distances(reads[read[c]], genome[start[c] : start[c] + length[c]], k)
+        assert np.array_equal(got[c, : length[c]], expected)
+    windows = (np.array(read), np.array(start), np.array(length), np.zeros(len(read), np.int64))
+    loci = loci_of(got, *windows, k)
+    assert len(loci[0]) >= 120  # every read is found on one of its strands
+    check_tracebacks(device, reads, genome, loci, k, np.array([0]), [genome])
+
+
+def test_packed_reads_and_reuse(device, case: Case) -> None:
+    k = 4
+    read, start, length, _ = case.candidates(k)
+    genome = device.to_device(case.genome)
+    expected = end_distances(device, case.reads, genome, read, start, length, k)
+    packed = pack_reads(case.reads)
+    assert np.array_equal(end_distances(device, packed, genome, read, start, length, k), expected)
+    batch = upload_reads(device, case.reads)
+    assert np.array_equal(end_distances(device, batch, genome, read, start, length, k), expected)
+
+
+def test_empty_inputs_and_bad_windows(device) -> None:
+    genome = device.to_device(encode("ACGTACGTAC"))
+    reads = [encode("ACG")]
+    none = np.zeros(0, dtype=np.int64)
+    assert end_distances(device, reads, genome, none, none, none, 2).shape == (0, 7)
+    got = end_distances(device, reads, genome, [0], [3], [0], 2)
+    assert got.tolist() == [[255] * 7]
+    with pytest.raises(ValueError):
+        end_distances(device, reads, genome, [0], [0], [8], 2)  # longer than L + 2k
+    with pytest.raises(ValueError):
+        end_distances(device, reads, genome, [0], [5], [6], 2)  # past the genome
+    with pytest.raises(ValueError):
+        end_distances(device, reads, genome, [1], [0], [5], 2)  # no such read
+    with pytest.raises(ValueError):
+        end_distances(device, [encode("")], genome, [0], [0], [5], 2)
+    start, ops, count = tracebacks(device, reads, genome, none, none, none, 2)
+    assert start.shape == count.shape == (0,) and ops.shape[0] == 0
+
+
+def test_traceback_without_alignment(device) -> None:
+    genome = encode("TTTTTTTTTTACGTACGT")
+    reads = [encode("ACGTACGT")]
+    start, ops, count = tracebacks(device, reads, device.to_device(genome), [0, 0], [9, 17],
+                                   [0, 8], 1)
+    assert count.tolist()[0] == 0 and start[0] == -1 and not ops[0].any()
+    assert start[1] == 10 and ops[1, : count[1]].tolist() == [OP_MATCH] * 8
+
+
+def test_alignment_strings_by_hand() -> None:
+    genome = encode("GGACGTNACTTGCA")
+    row = np.array([OP_MATCH, OP_MATCH, OP_MISMATCH, OP_MATCH, OP_MISMATCH, OP_DEL, OP_DEL,
+                    OP_MATCH, OP_INS, OP_INS, OP_MATCH, 0, 0], dtype=np.uint8)
+    assert alignment_strings(row, 11, genome, 2) == ("5M2D1M2I1M", 6, "2G1N0^AC2")
+    assert alignment_strings(row, 2, genome, 2) == ("2M", 0, "2")

@@ -1,0 +1,270 @@
+"""marose map end to end: the same loci as the brute-force oracle, valid SAM, clear errors."""
+
+import gzip
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pysam
+import pytest
+
+from conftest import ECOLI, LAMBDA, write_fasta
+from indexer import cli as index_cli
+from marose import cli
+from marose.dna import N_CODE, decode, reverse_complement
+from marose.oracle import oracle_map
+from marose.params import choose_filter
+from marose.reference import read_fasta
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def simulate(ref, n, length, max_edits, rng, with_n=0):
+    """Reads from random places of random contigs, both strands, up to max_edits edits each."""
+    reads = []
+    for i in range(n):
+        contig = rng.integers(len(ref.names))
+        lo, hi = ref.offsets[contig], ref.offsets[contig + 1]
+        start = rng.integers(lo, max(lo + 1, hi - length - 5))
+        read = list(ref.codes[start : start + length + 5])
+        for _ in range(rng.integers(0, max_edits + 1)):
+            kind, at = rng.integers(3), rng.integers(1, length - 1)
+            if kind == 0:
+                read[at] = (read[at] + rng.integers(1, 4)) % 4
+            elif kind == 1:
+                read.insert(at, rng.integers(4))
+            else:
+                del read[at]
+        read = np.array(read[:length], dtype=np.uint8)
+        if i < with_n:
+            read[rng.integers(length)] = N_CODE
+        if rng.integers(2):
+            read = reverse_complement(read)
+        reads.append(read)
+    return reads
+
+
+def write_reads(path, reads, fastq=True):
+    with gzip.open(path, "wt") if str(path).endswith(".gz") else open(path, "w") as out:
+        for i, read in enumerate(reads):
+            seq = decode(read)
+            out.write(f"@r{i}\n{seq}\n+\n{'I' * len(seq)}\n" if fastq else f">r{i}\n{seq}\n")
+    return str(path)
+
+
+def build_index(fasta, *args):
+    assert index_cli.main([fasta, "-q", *args]) == 0
+    return fasta + ".marose"
+
+
+def run_map(*args):
+    return cli.main(["map", "-q", *map(str, args)])
+
+
+def sam_loci(path):
+    """{(read index, strand, contig, pos, NM, CIGAR)} of every mapped record."""
+    loci = set()
+    with pysam.AlignmentFile(str(path), check_sq=False) as sam:
+        for rec in sam:
+            if not rec.is_unmapped:
+                loci.add((int(rec.query_name[1:]), int(rec.is_reverse), rec.reference_id, rec.reference_start,
+                          rec.get_tag("NM"), rec.cigarstring))
+    return loci
+
+
+def oracle_loci(ref, reads, k):
+    contigs = [ref.codes[a:b] for a, b in zip(ref.offsets[:-1], ref.offsets[1:])]
+    return {(h.read, h.strand, h.contig, h.start, h.nm, h.cigar) for h in oracle_map(contigs, reads, k)}
+
+
+def compare(ref, reads, k, out, index):
+    """marose's loci against the oracle's; returns them after asserting equality where guaranteed."""
+    got, want = sam_loci(out), oracle_loci(ref, reads, k)
+    p = index.params
+    n_positions = sum(s.positions.size for s in index.segments)
+    guaranteed = {i for i, r in enumerate(reads)
+                  if r.size >= p.width and np.sum(r == N_CODE) <= k
+                  and choose_filter(r.size, k, p.mask, p.ln, n_positions, 1.0).guaranteed}
+    lost = {x for x in want - got if x[0] not in guaranteed}
+    assert {x for x in got if x[0] in guaranteed} == {x for x in want if x[0] in guaranteed}
+    assert got <= want  # never a locus the oracle does not have
+    print(f"{len(want)} oracle loci; {len(lost)} lost on reads without a guarantee")
+    return got, want
+
+
+@pytest.fixture(scope="module")
+def lambda_two_contigs(tmp_path_factory):
+    """Lambda phage cut into two contigs (so reads cross a contig end) plus a short third."""
+    seq = decode(read_fasta(LAMBDA).codes)
+    path = write_fasta(tmp_path_factory.mktemp("lambda") / "lambda2.fa",
+                       {"left": seq[:30000], "right": seq[30000:], "short": seq[1000:1200]})
+    return path
+
+
+def test_lambda_equals_oracle(lambda_two_contigs, tmp_path):
+    from indexer import store
+
+    index = store.load(build_index(lambda_two_contigs))
+    ref = index.reference
+    rng = np.random.default_rng(1)
+    reads = simulate(ref, 150, 100, 4, rng, with_n=5)
+    reads.append(ref.codes[30000 - 60 : 30000 + 40].copy())  # straddles left|right: neither holds it
+    reads.append(ref.codes[30000 - 97 : 30000].copy())  # ends exactly at the contig end
+    fq = write_reads(tmp_path / "reads.fq.gz", reads)
+    out = tmp_path / "out.sam"
+    assert run_map("-x", lambda_two_contigs, fq, "-o", out, "-k", 4) == 0
+    got, want = compare(ref, reads, 4, out, index)
+    assert len(got) >= 150
+    assert not any(x[0] == 150 and x[4] <= 1 for x in got)  # no alignment across the contig boundary
+    assert any(x[0] == 151 and x[4] == 0 for x in got)
+
+
+def test_ecoli_slice_equals_oracle(tmp_path):
+    from indexer import store
+
+    fasta = tmp_path / "ecoli.fa.gz"
+    fasta.write_bytes(open(ECOLI, "rb").read())
+    index = store.load(build_index(str(fasta)))
+    rng = np.random.default_rng(2)
+    reads = simulate(index.reference, 120, 100, 4, rng) + simulate(index.reference, 80, 40, 2, rng)
+    fq = write_reads(tmp_path / "reads.fq", reads)
+    out = tmp_path / "out.sam"
+    assert run_map("-x", fasta, fq, "-o", out, "-k", 4) == 0
+    compare(index.reference, reads, 4, out, index)
+
+
+def test_h3_protocol_reads_all_found(tmp_path):
+    """40 bp reads with exactly 3 substitutions: covered by the guarantee, none lost."""
+    from indexer import store
+
+    fasta = tmp_path / "lambda.fa.gz"
+    fasta.write_bytes(open(LAMBDA, "rb").read())
+    index = store.load(build_index(str(fasta)))
+    ref = index.reference
+    rng = np.random.default_rng(3)
+    reads = []
+    for _ in range(200):
+        start = rng.integers(0, ref.total_length - 40)
+        read = ref.codes[start : start + 40].copy()
+        where = rng.choice(40, 3, replace=False)
+        read[where] = (read[where] + rng.integers(1, 4, 3)) % 4
+        reads.append(reverse_complement(read) if rng.integers(2) else read)
+    fq = write_reads(tmp_path / "h3.fa", reads, fastq=False)
+    out = tmp_path / "h3.sam"
+    assert run_map("-x", fasta, fq, "-o", out, "-k", 3) == 0
+    got, want = compare(ref, reads, 3, out, index)
+    assert {x[0] for x in got} == set(range(200))
+
+
+def test_output_is_identical_across_batch_sizes_and_segments(lambda_two_contigs, tmp_path):
+    rng = np.random.default_rng(4)
+    from marose.reference import read_fasta as rf
+
+    reads = simulate(rf(lambda_two_contigs), 60, 80, 3, rng)
+    fq = write_reads(tmp_path / "r.fq", reads)
+    outputs = []
+    for segment_size, batch in [(1 << 26, 100_000), (1 << 26, 7), (9_000, 1), (9_000, 25)]:
+        idx = tmp_path / f"idx{segment_size}"
+        if not idx.exists():
+            assert index_cli.main([lambda_two_contigs, "-q", "-o", str(idx), "--segment-size", str(segment_size)]) == 0
+        out = tmp_path / f"o{segment_size}_{batch}.sam"
+        assert run_map("-x", idx, fq, "-o", out, "-k", 3, "--batch-size", batch) == 0
+        outputs.append([line for line in open(out) if not line.startswith("@PG")])
+    assert all(o == outputs[0] for o in outputs[1:])
+    assert len(outputs[0]) > 60
+
+
+def test_sam_is_valid_and_nm_md_agree_with_calmd(lambda_two_contigs, tmp_path):
+    rng = np.random.default_rng(5)
+    reads = simulate(read_fasta(lambda_two_contigs), 80, 100, 4, rng, with_n=4)
+    fq = write_reads(tmp_path / "r.fq", reads)
+    bam = tmp_path / "out.bam"
+    assert run_map("-x", lambda_two_contigs, fq, "-o", bam, "-k", 4, "-R", "@RG\\tID:g1\\tSM:s") == 0
+    pysam.quickcheck(str(bam))
+    plain = tmp_path / "plain.fa"
+    write_fasta(plain, {n: decode(read_fasta(lambda_two_contigs).codes[a:b]) for n, a, b in zip(
+        read_fasta(lambda_two_contigs).names, read_fasta(lambda_two_contigs).offsets[:-1],
+        read_fasta(lambda_two_contigs).offsets[1:])})
+    recomputed = pysam.calmd(str(bam), str(plain)).splitlines()
+    written = pysam.view("-h", str(bam)).splitlines()
+    assert len(recomputed) == len(written)
+
+    def tags(line):
+        fields = line.split("\t")
+        return {f[:2]: f for f in fields[11:] if f[:2] in ("NM", "MD")}
+
+    mapped = [(w, r) for w, r in zip(written, recomputed) if not w.startswith("@") and w.split("\t")[2] != "*"]
+    assert len(mapped) >= 80
+    assert all(tags(w) == tags(r) for w, r in mapped)
+    assert all("RG:Z:g1" in w for w in written if not w.startswith("@"))
+
+
+def test_one_index_in_the_current_directory(tmp_path, monkeypatch):
+    fasta = tmp_path / "lambda.fa.gz"
+    fasta.write_bytes(open(LAMBDA, "rb").read())
+    fq = write_reads(tmp_path / "r.fq", simulate(read_fasta(LAMBDA), 5, 50, 0, np.random.default_rng(6)))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit):
+        cli.main(["map"])
+    assert run_map(fq, "-o", "a.sam") == 1  # no index yet
+    build_index(str(fasta))
+    assert run_map(fq, "-o", "a.sam") == 0
+    assert sum(1 for line in open("a.sam") if not line.startswith("@")) == 5
+
+
+def map_subprocess(args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "marose.cli", "map", "-q", *map(str, args)], input=stdin,
+                          capture_output=True, cwd=ROOT)
+
+
+@pytest.fixture(scope="module")
+def lambda_index(tmp_path_factory):
+    fasta = tmp_path_factory.mktemp("idx") / "lambda.fa.gz"
+    fasta.write_bytes(open(LAMBDA, "rb").read())
+    return build_index(str(fasta))
+
+
+BAD_READS = {
+    "truncated.fq": (b"@r1\nACGTACGTACGTACGTACGTACGT\n+\nIIIIIIIIIIIIIIIIIIIIIIII\n@r2\nACGT\n", b"truncated"),
+    "mismatch.fq": (b"@r1\nACGTACGTACGTACGTACGT\n+\nIIII\n", b"length"),
+    "junk.fq": (bytes(range(256)) * 4, b"error"),
+    "empty.fq": (b"", b"no reads"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_READS))
+def test_bad_reads_give_a_clear_error_and_no_output(lambda_index, tmp_path, name):
+    content, message = BAD_READS[name]
+    path = tmp_path / name
+    path.write_bytes(content)
+    out = tmp_path / "out.bam"
+    result = map_subprocess(["-x", lambda_index, path, "-o", out])
+    assert result.returncode == 1
+    assert message in result.stderr.lower() and b"Traceback" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+
+
+def test_short_and_all_n_reads_are_unmapped(lambda_index, tmp_path):
+    fq = tmp_path / "odd.fq"
+    fq.write_text("@short\nACGTACGT\n+\nIIIIIIII\n@alln\n" + "N" * 50 + "\n+\n" + "I" * 50 + "\n")
+    result = map_subprocess(["-x", lambda_index, "-", "-k", "3"], stdin=fq.read_bytes())
+    assert result.returncode == 0
+    records = [line.split("\t") for line in result.stdout.decode().splitlines() if not line.startswith("@")]
+    assert [(r[0], r[1]) for r in records] == [("short", "4"), ("alln", "4")]
+
+
+def test_index_with_other_parameters_warns(tmp_path):
+    fasta = tmp_path / "lambda.fa.gz"
+    fasta.write_bytes(open(LAMBDA, "rb").read())
+    build_index(str(fasta), "--mask", "##########", "--ln", "12")
+    reads = simulate(read_fasta(LAMBDA), 10, 40, 0, np.random.default_rng(7))
+    fq = write_reads(tmp_path / "r.fq", reads)
+    result = map_subprocess(["-x", fasta, fq, "-k", "3", "-o", tmp_path / "o.sam"])
+    assert result.returncode == 0
+    assert b"no guarantee" in result.stderr
+
+
+def test_devices_lists_the_cpu_device(capsys):
+    assert cli.main(["devices"]) == 0
+    assert "0:0" in capsys.readouterr().out
