@@ -44,6 +44,7 @@ def _map_parser(sub) -> None:
                    help=f"reads per batch (default {DEFAULT_BATCH}); output does not depend on it")
     p.add_argument("--explain", action="store_true",
                    help="print the filter parameters, their sensitivity guarantee and expected work")
+    p.add_argument("--stats", metavar="FILE", help="write counts and seconds per stage as JSON to FILE")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
 
 
@@ -106,18 +107,62 @@ def run_map(args, log) -> None:
         f"k={k}; device {describe(device.device)}")
     mapper = Mapper(index, device, k, log)
     if args.explain:
-        print(mapper.choice(len(first.seqs[0])).explain(), file=sys.stderr)
+        print(explain(mapper, len(first.seqs[0])), file=sys.stderr)
     header = sam_header(list(zip(ref.names, map(int, ref.lengths))), args.read_group,
                         " ".join(shlex.quote(a) for a in ["marose", *sys.argv[1:]]), __version__)
     started = last = time.time()
+    stats = mapper.stats
     with SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1) as out:
-        for batch in itertools.chain([first], batches):
+        for batch in _timed(itertools.chain([first], batches), stats):
             hits, n_loci = mapper.map_batch(batch)
-            out.write(format_batch(batch, hits, n_loci, ref.names, args.max_hits, args.xa, rg_id))
+            with stats.timing("format"):
+                text = format_batch(batch, hits, n_loci, ref.names, args.max_hits, args.xa, rg_id)
+            with stats.timing("write"):
+                out.write(text)
             if time.time() - last > PROGRESS_SECONDS:
                 last = time.time()
-                log(f"{mapper.stats.reads:,} reads, {mapper.stats.reads / (last - started):,.0f} reads/s")
-    summary(mapper.stats, time.time() - started, log)
+                log(f"{stats.reads:,} reads, {stats.reads / (last - started):,.0f} reads/s")
+        with stats.timing("write"):
+            out.close()
+    elapsed = time.time() - started
+    summary(stats, elapsed, log)
+    if args.stats:
+        write_stats(args.stats, stats, elapsed, device)
+
+
+def _timed(batches, stats):
+    """The batches, with the time spent reading and parsing them counted as 'parse'."""
+    while True:
+        with stats.timing("parse"):
+            batch = next(batches, None)
+        if batch is None:
+            return
+        yield batch
+
+
+def write_stats(path: str, stats, elapsed: float, device) -> None:
+    import json
+
+    record = {"reads": stats.reads, "mapped": stats.mapped, "unique": stats.unique, "loci": stats.loci,
+              "candidates": stats.candidates, "too_short": stats.too_short, "too_many_n": stats.too_many_n,
+              "seconds": {"total": elapsed, **stats.seconds}, "device": device.device.name.strip()}
+    with open(path, "w") as handle:
+        json.dump(record, handle, indent=1)
+
+
+def explain(mapper, read_length: int) -> str:
+    """The filter chosen for a read length, its guarantee and, if it covers substitutions only,
+    what it misses with indels."""
+    from .sensitivity import count_missed
+
+    chosen = mapper.choice(read_length)
+    text = chosen.explain()
+    if chosen.guaranteed and chosen.covers == "substitutions":
+        p = chosen.params
+        missed, total = count_missed(read_length, mapper.k, p.mask, p.ln, p.e, p.step, indels=True)
+        text += (f"\nwith indels: {missed / total:.3%} of placements of {mapper.k} edits leave no pattern "
+                 "(no index of this width guarantees edits for reads this short)")
+    return text
 
 
 def summary(stats, seconds: float, log) -> None:
@@ -125,6 +170,10 @@ def summary(stats, seconds: float, log) -> None:
         f"{stats.loci:,} loci, {stats.reads / max(seconds, 1e-9):,.0f} reads/s")
     if stats.too_short:
         log(f"{stats.too_short:,} reads shorter than one index pattern were written unmapped")
+    if stats.substitutions_only:
+        lengths = sorted(stats.substitutions_only)
+        log(f"for reads of {lengths[0]}..{lengths[-1]} bp every locus within k substitutions is guaranteed; "
+            "loci with indels are found when a pattern survives them")
     if stats.unguaranteed:
         lengths = sorted(stats.unguaranteed)
         log(f"no sensitivity guarantee for reads of {lengths[0]}..{lengths[-1]} bp "

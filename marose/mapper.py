@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,9 +23,12 @@ from .sam import Hits
 RESIDENT_FRACTION = 0.6  # of device memory the index segments may hold at once
 
 
+STAGES = ("parse", "encode", "filter", "extend", "traceback", "strings", "format", "write")
+
+
 @dataclass
 class Stats:
-    """Counts for the summary line."""
+    """Counts for the summary line, and seconds spent in each stage."""
 
     reads: int = 0
     mapped: int = 0
@@ -34,7 +38,16 @@ class Stats:
     too_many_n: int = 0
     candidates: int = 0
     unguaranteed: list = field(default_factory=list)  # read lengths the filter gives no guarantee for
-    seconds: dict = field(default_factory=lambda: {"filter": 0.0, "extend": 0.0, "traceback": 0.0})
+    substitutions_only: list = field(default_factory=list)  # read lengths guaranteed for substitutions only
+    seconds: dict = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+
+    @contextmanager
+    def timing(self, stage: str):
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[stage] += time.perf_counter() - started
 
 
 class Mapper:
@@ -72,21 +85,35 @@ class Mapper:
                 yield lookup.upload(self.device, segment)
 
     def choice(self, read_length: int) -> Choice:
-        """Filter parameters for a read length, chosen once; the first length without a guarantee
-        is warned about, the others are listed in the summary."""
+        """Filter parameters for a read length, chosen once.
+
+        The guarantee covers edits where the index allows it, else substitutions; the first
+        length with less than that is warned about, the others are listed in the summary.
+        """
         if read_length not in self.choices:
-            p = self.index.params
-            chosen = choose_filter(read_length, self.k, p.mask, p.ln, self.n_positions, self.repeat_occupancy)
+            chosen = self._choose(read_length, indels=True)
             if not chosen.guaranteed:
-                if not self.stats.unguaranteed:
-                    print(f"marose: warning: for {read_length} bp reads and k={self.k} the index (mask "
-                          f"{p.mask}, ln {p.ln}) gives no guarantee: {chosen.missed_fraction:.3%} of "
-                          f"placements of {self.k} edits leave no pattern, so loci may be missed; an index "
-                          "with a shorter seed or neighborhood (marose-index --mask/--ln) finds them all",
-                          file=sys.stderr)
-                self.stats.unguaranteed.append(read_length)
+                substitutions = self._choose(read_length, indels=False)
+                if substitutions.guaranteed:
+                    chosen = substitutions
+                    self.stats.substitutions_only.append(read_length)
+                else:
+                    self._warn(chosen)
             self.choices[read_length] = chosen
         return self.choices[read_length]
+
+    def _choose(self, read_length: int, indels: bool) -> Choice:
+        p = self.index.params
+        return choose_filter(read_length, self.k, p.mask, p.ln, self.n_positions, self.repeat_occupancy, indels)
+
+    def _warn(self, chosen: Choice) -> None:
+        if not self.stats.unguaranteed:
+            p = self.index.params
+            print(f"marose: warning: for {chosen.read_length} bp reads and k={self.k} the index (mask "
+                  f"{p.mask}, ln {p.ln}) gives no guarantee: {chosen.missed_fraction:.3%} of placements of "
+                  f"{self.k} {chosen.covers} leave no pattern, so loci may be missed; an index with a shorter "
+                  "seed or neighborhood (marose-index --mask/--ln) finds more", file=sys.stderr)
+        self.stats.unguaranteed.append(chosen.read_length)
 
     def filter(self, e: int) -> Filter:
         if e not in self.filters:
@@ -96,19 +123,18 @@ class Mapper:
 
     def map_batch(self, batch: ReadBatch) -> tuple[Hits, np.ndarray]:
         """Every locus of every read of the batch, sorted by read then best first; loci per read."""
-        codes, lengths = batch.codes()
-        n = lengths.size
-        n_bases_n = np.sum((codes == N_CODE) & (np.arange(codes.shape[1]) < lengths[:, None]), axis=1)
-        width = self.index.params.width
-        too_short, too_many_n = lengths < width, n_bases_n > self.k
-        mappable = ~too_short & ~too_many_n
-        self.stats.too_short += int(too_short.sum())
-        self.stats.too_many_n += int((too_many_n & ~too_short).sum())
-        strands = Strands.from_reads(codes, lengths)
-        started = time.perf_counter()
-        candidates = self._candidates(strands, np.repeat(mappable, 2))
+        with self.stats.timing("encode"):
+            codes, lengths = batch.codes()
+            n = lengths.size
+            n_bases_n = np.sum((codes == N_CODE) & (np.arange(codes.shape[1]) < lengths[:, None]), axis=1)
+            too_short, too_many_n = lengths < self.index.params.width, n_bases_n > self.k
+            mappable = ~too_short & ~too_many_n
+            self.stats.too_short += int(too_short.sum())
+            self.stats.too_many_n += int((too_many_n & ~too_short).sum())
+            strands = Strands.from_reads(codes, lengths)
+        with self.stats.timing("filter"):
+            candidates = self._candidates(strands, np.repeat(mappable, 2))
         self.stats.candidates += candidates.row.size
-        self.stats.seconds["filter"] += time.perf_counter() - started
         hits = self._extend(strands, candidates)
         n_loci = np.bincount(hits.read, minlength=n)
         self._count(n, n_loci, hits)
@@ -133,10 +159,32 @@ class Mapper:
         return unique_candidates(np.concatenate([c.row for c in found]), np.concatenate([c.start for c in found]))
 
     def _extend(self, strands: Strands, candidates: Candidates) -> Hits:
+        """Loci within k edits from the candidates' windows, with their canonical alignments."""
+        with self.stats.timing("extend"):
+            reads = extend.upload_reads(self.device, (strands.codes.reshape(-1), strands.offsets,
+                                                      np.maximum(strands.lengths, 1)))
+            key, end, dist = self._loci(reads, strands, candidates)
+        n_contigs = self.contig_offsets.size - 1
+        row, contig = key // n_contigs, key % n_contigs
+        with self.stats.timing("traceback"):
+            slice_start = extend.slice_starts(end, strands.lengths[row], self.contig_offsets[contig], self.k)
+            start, ops, count = extend.tracebacks(self.device, reads, self.genome, row, end, slice_start, self.k)
+        if np.any(count == 0):
+            raise RuntimeError("a locus found by the extend kernel has no traceback")
+        with self.stats.timing("strings"):
+            strings = [extend.alignment_strings(ops[i], int(count[i]), self.genome_codes, int(start[i]))
+                       for i in range(row.size)]
+        read, strand = row // 2, row % 2
+        pos = start - self.contig_offsets[contig]
+        order = np.lexsort((strand, pos, contig, dist, read))
+        return Hits(read=read[order], strand=strand[order], contig=contig[order], pos=pos[order],
+                    dist=dist[order], cigar=[strings[i][0] for i in order], md=[strings[i][2] for i in order],
+                    nm=np.array([strings[i][1] for i in order], dtype=np.int64))
+
+    def _loci(self, reads, strands: Strands, candidates: Candidates):
+        """(row × n_contigs + contig, end, distance) of each locus: the runs of window ends within k
+        edits, merged over all windows of a read strand."""
         k, offsets = self.k, self.contig_offsets
-        reads = extend.upload_reads(self.device, (strands.codes.reshape(-1), strands.offsets,
-                                                  np.maximum(strands.lengths, 1)))
-        started = time.perf_counter()
         row = candidates.row.astype(np.int64)
         read_length = strands.lengths[row].astype(np.int64)
         start = candidates.start.astype(np.int64)
@@ -153,28 +201,7 @@ class Mapper:
         key, end, d = key[order], end[order], d[order]
         first = np.ones(key.size, dtype=bool)
         first[1:] = (key[1:] != key[:-1]) | (end[1:] != end[:-1])
-        key, end, d = loci_from_hits(key[first], end[first], d[first])
-        self.stats.seconds["extend"] += time.perf_counter() - started
-        started = time.perf_counter()
-        hits = self._traceback(reads, strands, key, end, d)
-        self.stats.seconds["traceback"] += time.perf_counter() - started
-        return hits
-
-    def _traceback(self, reads, strands: Strands, key, end, dist) -> Hits:
-        n_contigs = self.contig_offsets.size - 1
-        row, contig = key // n_contigs, key % n_contigs
-        slice_start = extend.slice_starts(end, strands.lengths[row], self.contig_offsets[contig], self.k)
-        start, ops, count = extend.tracebacks(self.device, reads, self.genome, row, end, slice_start, self.k)
-        if np.any(count == 0):
-            raise RuntimeError("a locus found by the extend kernel has no traceback")
-        strings = [extend.alignment_strings(ops[i], int(count[i]), self.genome_codes, int(start[i]))
-                   for i in range(row.size)]
-        read, strand = row // 2, row % 2
-        pos = start - self.contig_offsets[contig]
-        order = np.lexsort((strand, pos, contig, dist, read))
-        return Hits(read=read[order], strand=strand[order], contig=contig[order], pos=pos[order],
-                    dist=dist[order], cigar=[strings[i][0] for i in order], md=[strings[i][2] for i in order],
-                    nm=np.array([strings[i][1] for i in order], dtype=np.int64))
+        return loci_from_hits(key[first], end[first], d[first])
 
     def _count(self, n: int, n_loci: np.ndarray, hits: Hits) -> None:
         self.stats.reads += n

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from marose.errors import MaroseError
 from marose.sensitivity import (
     MAX_NEIGHBORHOOD,
@@ -31,9 +32,9 @@ SHORT_READ_ERRORS = 3
 MAX_RANDOM_HITS = 0.05  # genome_size / 4^(w + ln): positions a random lookup returns
 
 # Candidate index shapes (mask, ln), one per w + ln from 6 to 18.  Each is the one
-# with the fewest lookups per pattern among masks of span <= w + 5 and width <= 20
-# (which keeps 100 bp reads with 4 edits guaranteed) that guarantee 36 bp reads
-# with 3 substitutions for some e <= 2, found by exhaustive search.
+# with the fewest lookups per pattern among the masks of weight 5..10, span <= w + 5
+# and width <= 20 (which keeps 100 bp reads with 4 edits guaranteed) that guarantee
+# 36 bp reads with 3 substitutions for some e <= 2, found by exhaustive search.
 INDEX_SHAPES: tuple[tuple[str, int], ...] = (
     ("#####", 1),
     ("#####", 2),
@@ -64,10 +65,13 @@ class FilterParams:
         validate_mask(self.mask)
         if self.weight > MAX_SEED_WEIGHT:
             raise MaroseError(
-                f"seed mask {self.mask!r} has weight {self.weight}; at most {MAX_SEED_WEIGHT} is supported"
+                f"seed mask {self.mask!r} has weight {self.weight}; "
+                f"at most {MAX_SEED_WEIGHT} is supported"
             )
         if not 1 <= self.ln <= MAX_NEIGHBORHOOD:
-            raise MaroseError(f"neighborhood length must be in 1..{MAX_NEIGHBORHOOD}, got {self.ln}")
+            raise MaroseError(
+                f"neighborhood length must be in 1..{MAX_NEIGHBORHOOD}, got {self.ln}"
+            )
         if not 0 <= self.e <= self.ln:
             raise MaroseError(f"neighborhood errors e must be in 0..ln={self.ln}, got {self.e}")
         if self.step < 1:
@@ -181,20 +185,24 @@ def choose_filter(
             f"reads of {read_length} bp are shorter than the index pattern width {width} "
             f"(seed span + neighborhood length); use an index with a shorter seed or neighborhood"
         )
-    best: tuple[tuple[float, int, int], FilterParams, float, float] | None = None
-    for e in e_values:
-        for step in range(1, width + 1):
-            params = FilterParams(mask, ln, e, step)
-            if not is_guaranteed(read_length, k, mask, ln, e, step, indels):
-                continue
-            work, lookups, candidates = _expected_per_read(
-                params, read_length, n_positions, repeat_occupancy
-            )
-            key = (work, e, -step)
-            if best is None or key < best[0]:
-                best = (key, params, lookups, candidates)
-    if best is not None:
-        _, params, lookups, candidates = best
+    guaranteed = [
+        FilterParams(mask, ln, e, step)
+        for e in e_values
+        for step in range(1, width + 1)
+        if is_guaranteed(read_length, k, mask, ln, e, step, indels)
+    ]
+    if guaranteed:
+        params = min(
+            guaranteed,
+            key=lambda p: (
+                _expected_per_read(p, read_length, n_positions, repeat_occupancy)[0],
+                p.e,
+                -p.step,
+            ),
+        )
+        _, lookups, candidates = _expected_per_read(
+            params, read_length, n_positions, repeat_occupancy
+        )
         return Choice(params, read_length, k, True, covers, 0.0, lookups, candidates)
 
     e = max(e for e in e_values if neighborhood_size(ln, e) <= MAX_LOOKUPS_PER_PATTERN)
@@ -220,9 +228,10 @@ def default_index_params(genome_size: float, read_length: int | None = None) -> 
 
     The shape must guarantee reads of read_length (default: reads down to 36 bp)
     with max(3, default_max_errors) substitutions for some e <= 2 at step 1.
-    Among those, it takes the fewest lookups per pattern for which a random
-    lookup returns at most MAX_RANDOM_HITS positions; when none reaches that,
-    the shape with the fewest random hits.
+    Among the shapes in INDEX_SHAPES that do, and whose random lookup returns at
+    most MAX_RANDOM_HITS positions, it takes the one with the fewest lookups per
+    pattern (then the fewest random hits); when none is that quiet, the one with
+    the fewest random hits.  Reads too short for every shape get the narrowest.
     """
     if genome_size <= 0:
         raise MaroseError(f"genome size must be positive, got {genome_size}")

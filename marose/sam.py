@@ -270,6 +270,13 @@ class SamWriter:
         self._out: BinaryIO
         if self.path is None:
             self._out = sys.stdout.buffer
+        elif _is_special(self.path):  # a device or pipe: nothing to rename into place
+            if self.is_bam:
+                raise MaroseError(f"{self.path}: BAM goes to a regular file; write SAM to a device or pipe")
+            try:
+                self._out = open(self.path, "wb", buffering=1 << 20)
+            except OSError as e:
+                raise MaroseError(f"{self.path}: cannot write output ({e.strerror})") from None
         else:
             folder = os.path.dirname(os.path.abspath(self.path))
             self._tmp = os.path.join(
@@ -301,8 +308,14 @@ class SamWriter:
         if self._closed:
             return
         self._closed = True
-        if self.path is None or self._tmp is None:
+        if self.path is None:
             self._flush_stdout()
+            return
+        if self._tmp is None:
+            try:
+                self._out.close()
+            except OSError as e:
+                raise MaroseError(f"{self.path}: write error ({e.strerror})") from None
             return
         bam = self._tmp + ".bam"
         try:
@@ -350,6 +363,16 @@ class SamWriter:
             self.close()
         else:
             self.abort()
+
+
+def _is_special(path: str) -> bool:
+    """An existing path that is not a regular file (/dev/null, a named pipe, /dev/stdout)."""
+    import stat
+
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _remove(path: str) -> None:

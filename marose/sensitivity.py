@@ -44,7 +44,7 @@ def validate_mask(mask: str) -> None:
 
 
 def neighborhood_size(ln: int, e: int) -> int:
-    """Number of neighborhoods within Hamming distance e of one of length ln (lookups per pattern)."""
+    """Neighborhoods within Hamming distance e of one of length ln: lookups per pattern."""
     if ln < 0 or e < 0:
         raise MaroseError(f"neighborhood length and error count must be >= 0, got ln={ln}, e={e}")
     return sum(comb(ln, j) * 3**j for j in range(min(e, ln) + 1))
@@ -301,7 +301,7 @@ def count_missed(
 
 
 def _substitute(status: tuple[int, ...], effect: tuple[int, ...], dead: int) -> tuple[int, ...]:
-    """Pattern statuses after one substitution (effect per pattern: 0 none, 1 neighborhood, 2 seed)."""
+    """Pattern statuses after a substitution; effect per pattern: 0 none, 1 neighborhood, 2 seed."""
     return tuple(
         dead if s == dead or f == 2 else min(s + f, dead) for s, f in zip(status, effect)
     )

@@ -359,3 +359,20 @@ def test_stdout_writer() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env,
                           check=True, timeout=60)
     assert done.stdout == b"@HD\tVN:1.6\nr\t4\t*\t0\t0\t*\t*\t0\t0\tAC\tII\n"
+
+
+def test_writer_streams_into_a_named_pipe_and_leaves_it_a_pipe(tmp_path):
+    import stat
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(open(fifo, "rb").read()))
+    reader.start()
+    with SamWriter(str(fifo), "@HD\tVN:1.6\n") as out:
+        out.write(b"r1\t4\t*\t0\t0\t*\t*\t0\t0\tA\t*\n")
+    reader.join(timeout=10)
+    assert received == [b"@HD\tVN:1.6\nr1\t4\t*\t0\t0\t*\t*\t0\t0\tA\t*\n"]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]

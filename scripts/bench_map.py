@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Time `marose map` on simulated reads and report reads/s per stage and the MAROSE paper's
+Table I columns (non-mapped, mapped, uniquely hit, multiple hits: number and mean).
+
+    scripts/bench_map.py INDEX_OR_FASTA READS.fq -k 3 [--label H3] [--append BENCHMARKS.md] [-- extra map args]
+
+The reads' names come from scripts/simulate_reads.py, so the true origin is known and
+the share of reads whose true locus is reported is printed too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+import pysam
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STAGES = ("parse", "encode", "filter", "extend", "traceback", "strings", "format", "write")
+
+
+def table_one(sam_path: str) -> dict:
+    """Table I columns from the primary records' HN tags, and true-locus sensitivity."""
+    unmapped = unique = multiple = multiple_loci = found_true = 0
+    true_loci: dict[str, tuple] = {}
+    with pysam.AlignmentFile(sam_path, check_sq=False) as sam:
+        for rec in sam:
+            name = rec.query_name
+            if name not in true_loci:
+                parts = name.split("_", 1)[-1].rsplit("_", 3)
+                true_loci[name] = (parts[0], int(parts[1]), parts[2] == "-") if len(parts) == 4 else None
+            if not rec.is_secondary:
+                hits = rec.get_tag("HN")
+                if rec.is_unmapped:
+                    unmapped += 1
+                elif hits == 1:
+                    unique += 1
+                else:
+                    multiple += 1
+                    multiple_loci += hits
+            truth = true_loci[name]
+            if truth and not rec.is_unmapped and rec.reference_name == truth[0] and \
+                    rec.is_reverse == truth[2] and abs(rec.reference_start + 1 - truth[1]) <= 8:
+                found_true += 1
+                true_loci[name] = None
+    reads = unmapped + unique + multiple
+    return {"reads": reads, "non_mapped": unmapped, "mapped": unique + multiple, "unique": unique,
+            "multiple": multiple, "multiple_mean": multiple_loci / multiple if multiple else 0.0,
+            "true_locus_found": found_true}
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+               platform.processor())
+    return f"{cpu}, {os.cpu_count()} cores"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("index")
+    parser.add_argument("reads")
+    parser.add_argument("-k", type=int, required=True)
+    parser.add_argument("--label", default="")
+    parser.add_argument("--append", metavar="FILE")
+    parser.add_argument("extra", nargs="*", help="further `marose map` arguments (after --)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        out, stats_path = os.path.join(tmp, "out.bam"), os.path.join(tmp, "stats.json")
+        command = [sys.executable, "-m", "marose.cli", "map", "-x", args.index, args.reads, "-k", str(args.k),
+                   "-o", out, "--stats", stats_path, "-q", *args.extra]
+        started = time.time()
+        subprocess.run(command, check=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+        wall = time.time() - started
+        stats = json.load(open(stats_path))
+        columns = table_one(out)
+    seconds = stats["seconds"]
+    reads = stats["reads"]
+    lines = [
+        f"### marose map {args.label} ({datetime.date.today()}, {stats['device']}; host {machine()})",
+        "",
+        f"Command: `marose map -x {args.index} {args.reads} -k {args.k}{''.join(' ' + a for a in args.extra)}`; "
+        f"whole process {wall:.2f} s (index load and kernel builds included)",
+        "",
+        "| stage | seconds | reads/s |",
+        "|---|---:|---:|",
+        *(f"| {s} | {seconds[s]:.2f} | {reads / seconds[s]:,.0f} |" if seconds[s] > 0 else f"| {s} | 0 | - |"
+          for s in STAGES),
+        f"| **mapping (index load excluded)** | {seconds['total']:.2f} | "
+        f"{reads / seconds['total']:,.0f} |",
+        "",
+        "| reads | non-mapped | mapped | uniquely hit | multiple hits | mean hits (multiple) | true locus reported |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+        f"| {columns['reads']:,} | {columns['non_mapped']:,} | {columns['mapped']:,} | {columns['unique']:,} | "
+        f"{columns['multiple']:,} | {columns['multiple_mean']:.2f} | "
+        f"{columns['true_locus_found'] / max(1, columns['reads']):.4%} |",
+        "",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if args.append:
+        with open(args.append, "a") as handle:
+            handle.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
