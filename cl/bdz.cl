@@ -2,7 +2,8 @@
  * the definition). Each work-item peels its seed's 3-hypergraph with a queue of degree-one
  * vertices, retrying with the next hash seed J until it peels, then assigns g in reverse
  * peeling order. A degree-one vertex knows its edge as the xor of its incident edge ids.
- * Needs murmur3.cl and phf.cl. Scratch arrays are indexed like the vertices or the keys. */
+ * Each key's slot (the vertex phf gives it) is written too. Needs murmur3.cl and phf.cl.
+ * Scratch arrays are indexed like the vertices or the keys. */
 
 #ifndef MAX_ATTEMPTS
 #define MAX_ATTEMPTS 256
@@ -12,7 +13,7 @@ __kernel void bdz_build(uint n_seeds, __global const uint *key_start, __global c
                         __global const uint *vertex_offset, __global uint *hash_seed,
                         __global uchar *g, __global uint *deg, __global uint *edge_xor,
                         __global uint *queue, __global uint *order_edge,
-                        __global uint *order_vertex, __global uint *failed)
+                        __global uint *order_vertex, __global uint *slot, __global uint *failed)
 {
     uint s = get_global_id(0);
     if (s >= n_seeds)
@@ -66,6 +67,7 @@ __kernel void bdz_build(uint n_seeds, __global const uint *key_start, __global c
             uint j = v == ed.x ? 0u : (v == ed.y ? 1u : 2u);
             uint sum = gs[ed.x] + gs[ed.y] + gs[ed.z];
             gs[v] = (uchar)((j + 6u - sum) % 3u);
+            slot[k0 + oe[i]] = base + v;
         }
         hash_seed[s] = J;
         return;

@@ -28,6 +28,7 @@ class PerfectHash:
     hash_seed: np.ndarray  # J, uint32 per seed
     vertex_offset: np.ndarray  # uint32 per seed, plus the total vertex count
     g: np.ndarray  # uint8 per vertex, values 0..2
+    slot: np.ndarray  # uint32 per key: the vertex phf assigns it
 
 
 def part_sizes(n_keys: np.ndarray) -> np.ndarray:
@@ -95,12 +96,14 @@ def _remove(deg: np.ndarray, edge_sum: np.ndarray, vertices: np.ndarray, edge_id
     return np.flatnonzero(dec)
 
 
-def _assign(g: np.ndarray, edges: np.ndarray, rounds) -> None:
-    """Set g on each free vertex, last peeled first, so every edge chooses its own vertex."""
+def _assign(g: np.ndarray, edges: np.ndarray, rounds, slot: np.ndarray) -> None:
+    """Set g on each free vertex, last peeled first, so every edge chooses its own vertex;
+    slot[edge] receives that vertex."""
     for found, column in reversed(rounds):
         e = edges[found]
         free = e[np.arange(found.size), column]
         g[free] = (column - g[e].sum(axis=1, dtype=np.int64)) % PARTS
+        slot[found] = free
 
 
 def _range_indices(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -114,7 +117,7 @@ def _range_indices(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.arange(int(ends[-1]), dtype=np.int64) + offsets
 
 
-def _build_chunk(seed_of_key, keys, part, voff, hash_seed, g) -> None:
+def _build_chunk(seed_of_key, keys, part, voff, hash_seed, g, slot) -> None:
     """Hash the seeds of one chunk; seed_of_key is relative to it, voff starts at 0."""
     todo = np.arange(keys.size)
     for _ in range(MAX_ATTEMPTS):
@@ -127,7 +130,9 @@ def _build_chunk(seed_of_key, keys, part, voff, hash_seed, g) -> None:
         else:
             used, local = np.unique(edges, return_inverse=True)
             rounds, peeled = peel(local.reshape(edges.shape), used.size)
-        _assign(g, edges, rounds)
+        edge_slot = np.empty(todo.size, dtype=np.int64)
+        _assign(g, edges, rounds, edge_slot)
+        slot[todo[peeled]] = edge_slot[peeled]
         failed = np.unique(s[~peeled])
         g[_range_indices(voff[failed], PARTS * part[failed])] = 0
         hash_seed[failed] += 1
@@ -145,15 +150,18 @@ def build(seed_of_key: np.ndarray, keys: np.ndarray, n_seeds: int) -> PerfectHas
         raise ValueError("segment too large for 32-bit vertex ids; use a smaller segment size")
     hash_seed = np.zeros(n_seeds, dtype=np.uint32)
     g = np.zeros(n_vertices, dtype=np.uint8)
+    slot = np.empty(keys.size, dtype=np.uint32)
     key_start = np.concatenate(([0], np.cumsum(n_keys)))
     # Chunks of about CHUNK_VERTICES keep the per-round tables small and in cache.
     firsts = np.searchsorted(voff, np.arange(0, n_vertices, CHUNK_VERTICES), side="right") - 1
     bounds = np.unique(np.concatenate((firsts, [n_seeds])))
     for s0, s1 in zip(bounds[:-1], bounds[1:]):
         k0, k1, v0, v1 = key_start[s0], key_start[s1], voff[s0], voff[s1]
+        chunk_slot = np.empty(k1 - k0, dtype=np.int64)
         _build_chunk(seed_of_key[k0:k1] - s0, keys[k0:k1], part[s0:s1], voff[s0:s1 + 1] - v0,
-                     hash_seed[s0:s1], g[v0:v1])
-    return PerfectHash(hash_seed, voff.astype(np.uint32), g)
+                     hash_seed[s0:s1], g[v0:v1], chunk_slot)
+        slot[k0:k1] = chunk_slot + v0
+    return PerfectHash(hash_seed, voff.astype(np.uint32), g, slot)
 
 
 def pack_g(g: np.ndarray) -> np.ndarray:

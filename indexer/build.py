@@ -80,18 +80,23 @@ class Segment:
 
 
 def pattern_starts(ref: Reference, start: int, end: int, width: int) -> np.ndarray:
-    """Positions p in [start, end) whose window [p, p + width) is all A/C/G/T in one contig."""
+    """Positions p in [start, end) whose window [p, p + width) is all A/C/G/T in one contig (uint32)."""
     stop = min(end, ref.total_length - width + 1)
     if stop <= start:
-        return np.empty(0, dtype=np.int64)
-    window = ref.codes[start : stop + width - 1]
-    n_before = np.concatenate(([0], np.cumsum(window == N_CODE, dtype=np.int64)))
+        return np.empty(0, dtype=np.uint32)
     count = stop - start
-    no_n = n_before[width : width + count] == n_before[:count]
-    contig = ref.contig_of(np.arange(start, stop, dtype=np.int64))
-    contig_end = ref.offsets[1:][contig]
-    valid = no_n & (np.arange(start, stop) + width <= contig_end)
-    return np.flatnonzero(valid) + start
+    n_before = np.zeros(count + width, dtype=np.int32)
+    np.cumsum(ref.codes[start : stop + width - 1] == N_CODE, out=n_before[1:])
+    valid = n_before[width:] == n_before[:count]
+    # a window holding both b - 1 and b, for a contig start b, crosses a contig end
+    contig_starts = ref.offsets[1:-1]
+    lo = np.clip(contig_starts - width + 1, start, stop) - start
+    hi = np.clip(contig_starts, start, stop) - start
+    crossing = np.zeros(count + 1, dtype=np.int32)
+    np.add.at(crossing, lo[lo < hi], 1)
+    np.add.at(crossing, hi[lo < hi], -1)
+    valid &= np.cumsum(crossing[:-1]) == 0
+    return (np.flatnonzero(valid) + start).astype(np.uint32)
 
 
 def _pack(ref: Reference, start: int, stop: int, offsets: list[int]) -> np.ndarray:
@@ -115,19 +120,23 @@ def seeds_and_keys(ref: Reference, positions: np.ndarray, params: IndexParams) -
 
 
 def _sort_patterns(seeds, keys, positions, params: IndexParams, start: int):
-    """Patterns sorted by (seed, key), positions ascending within a key."""
+    """Patterns sorted by (seed, key), positions ascending within a key: (seed, key, position) uint32."""
     pattern = (seeds.astype(np.uint64) << np.uint64(2 * params.ln)) | keys
-    rel = (positions - start).astype(np.uint64)
+    del seeds, keys
+    rel = positions - np.uint32(start)
     pos_bits = max(1, int(rel.max()).bit_length()) if rel.size else 1
     if 2 * (params.weight + params.ln) + pos_bits <= 64:
-        combined = np.sort((pattern << np.uint64(pos_bits)) | rel)
-        pattern = combined >> np.uint64(pos_bits)
-        positions = (combined & np.uint64((1 << pos_bits) - 1)).astype(np.int64) + start
+        pattern <<= np.uint64(pos_bits)
+        pattern |= rel
+        pattern.sort()
+        positions = (pattern & np.uint64((1 << pos_bits) - 1)).astype(np.uint32) + np.uint32(start)
+        pattern >>= np.uint64(pos_bits)
     else:
         order = np.argsort(pattern, kind="stable")
         pattern, positions = pattern[order], positions[order]
-    mask = np.uint64((1 << (2 * params.ln)) - 1)
-    return (pattern >> np.uint64(2 * params.ln)).astype(np.int64), (pattern & mask).astype(np.uint32), positions
+    keys = (pattern & np.uint64((1 << (2 * params.ln)) - 1)).astype(np.uint32)
+    pattern >>= np.uint64(2 * params.ln)
+    return pattern.astype(np.uint32), keys, positions
 
 
 HashBuilder = Callable[[np.ndarray, np.ndarray, int], bdz.PerfectHash]
@@ -141,23 +150,23 @@ def build_segment(ref: Reference, start: int, end: int, params: IndexParams,
     seeds, keys, positions = _sort_patterns(seeds, keys, positions, params, start)
     new_key = np.ones(positions.size, dtype=bool)
     new_key[1:] = (seeds[1:] != seeds[:-1]) | (keys[1:] != keys[:-1])
-    first = np.flatnonzero(new_key)
-    counts = np.diff(np.append(first, positions.size))
+    first = np.flatnonzero(new_key).astype(np.uint32)
+    del new_key
+    counts = np.diff(np.append(first, np.uint32(positions.size)))
     key_seed, key = seeds[first], keys[first]
-    ph = hash_builder(key_seed, key, params.n_seeds)
-    voff = ph.vertex_offset.astype(np.int64)
-    part = (voff[key_seed + 1] - voff[key_seed]) // bdz.PARTS
-    vertex = bdz.phf(bdz.hyperedges(key, ph.hash_seed[key_seed], part, voff[key_seed]), ph.g)
-    n_vertices = int(voff[-1])
+    del seeds, keys
+    ph = hash_builder(key_seed.astype(np.int64), key, params.n_seeds)
+    n_vertices = int(ph.vertex_offset[-1])
     slot_key = np.full(n_vertices, EMPTY_KEY, dtype=np.uint32)
-    slot_key[vertex] = key
-    per_slot = np.zeros(n_vertices, dtype=np.int64)
-    per_slot[vertex] = counts
-    slot_start = np.concatenate(([0], np.cumsum(per_slot))).astype(np.uint32)
-    key_of_pattern = np.repeat(np.arange(first.size), counts)
-    rank = np.arange(positions.size) - first[key_of_pattern]
+    slot_key[ph.slot] = key
+    per_slot = np.zeros(n_vertices + 1, dtype=np.uint32)
+    per_slot[ph.slot + 1] = counts
+    slot_start = np.cumsum(per_slot, dtype=np.uint32)
+    # each position moves from its key's run in sorted order to its key's slot's run
+    shift = np.repeat(slot_start[ph.slot] - first, counts)
+    shift += np.arange(positions.size, dtype=np.uint32)
     table = np.empty(positions.size, dtype=np.uint32)
-    table[slot_start[vertex[key_of_pattern]].astype(np.int64) + rank] = positions
+    table[shift] = positions
     return Segment(start, end, ph.hash_seed, ph.vertex_offset, bdz.pack_g(ph.g), slot_key, slot_start,
                    table, int(np.sum(counts.astype(np.int64) ** 2)))
 
