@@ -113,5 +113,7 @@ class Filter:
 
 def unique_candidates(row: np.ndarray, start: np.ndarray) -> Candidates:
     """Sorted, de-duplicated (row, start) pairs."""
-    pairs = np.unique((row.astype(np.uint64) << np.uint64(32)) | start.astype(np.uint64))
+    pairs = np.sort((row.astype(np.uint64) << np.uint64(32)) | start.astype(np.uint64))
+    if pairs.size:
+        pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]
     return Candidates((pairs >> np.uint64(32)).astype(np.uint32), (pairs & np.uint64(0xFFFFFFFF)).astype(np.uint32))

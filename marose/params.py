@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 from marose.errors import MaroseError
@@ -29,12 +31,15 @@ MAX_LOOKUPS_PER_PATTERN = 300
 MAX_SEED_WEIGHT = 10  # the seed table has 4^w entries
 SHORTEST_READ = 36
 SHORT_READ_ERRORS = 3
+MIN_POSITIONS_PER_SEED = 16  # genome positions per seed (on average) below which seeds get lighter
+MIN_SEED_WEIGHT = 5
 MAX_RANDOM_HITS = 0.05  # genome_size / 4^(w + ln): positions a random lookup returns
 
 # Candidate index shapes (mask, ln), one per w + ln from 6 to 18.  Each is the one
 # with the fewest lookups per pattern among the masks of weight 5..10, span <= w + 5
 # and width <= 20 (which keeps 100 bp reads with 4 edits guaranteed) that guarantee
-# 36 bp reads with 3 substitutions for some e <= 2, found by exhaustive search.
+# 36 bp reads with 3 substitutions for some e <= 2, found by exhaustive search; plus
+# ####### / 6, a light seed for genomes of about a megabase (see MIN_POSITIONS_PER_SEED).
 INDEX_SHAPES: tuple[tuple[str, int], ...] = (
     ("#####", 1),
     ("#####", 2),
@@ -43,6 +48,7 @@ INDEX_SHAPES: tuple[tuple[str, int], ...] = (
     ("##-###", 5),
     ("###-##", 6),
     ("###-####-#", 4),
+    ("#######", 6),
     ("###-#######", 3),
     ("####-######", 4),
     ("####-####", 7),
@@ -246,8 +252,12 @@ def default_index_params(genome_size: float, read_length: int | None = None) -> 
                 return neighborhood_size(ln, e)
         return None
 
+    # 4^w seed tables cost several words per seed: keep them below the genome's own size
+    max_weight = max(MIN_SEED_WEIGHT, int(math.log(max(genome_size, 1.0) / MIN_POSITIONS_PER_SEED, 4)))
     usable = []
     for mask, ln in INDEX_SHAPES:
+        if mask.count("#") > max_weight:
+            continue
         lookups = lookups_needed(mask, ln)
         if lookups is not None:
             usable.append((lookups, random_hits_per_lookup(genome_size, mask, ln), mask, ln))
