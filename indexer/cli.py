@@ -57,7 +57,9 @@ def hash_builder(spec: str | None, log):
     """The OpenCL hash builder on the chosen device, or numpy's when there is no device."""
     from marose.device import Device, all_devices
 
-    if not spec and not all_devices():
+    if not all_devices():
+        if spec:
+            raise MaroseError(f"--device {spec}: no OpenCL device found")
         log("no OpenCL device: building the hashes with numpy")
         return bdz.build
     from . import bdz_cl

@@ -28,13 +28,14 @@ def _cl():
     return pyopencl
 
 
-def all_devices() -> list[tuple[int, int, object]]:
+@lru_cache(maxsize=None)
+def all_devices() -> tuple[tuple[int, int, object], ...]:
     """(platform number, device number, device) for every OpenCL device."""
     cl = _cl()
     try:
         platforms = cl.get_platforms()
     except cl.Error:
-        return []
+        return ()
     found = []
     for p, platform in enumerate(platforms):
         try:
@@ -42,7 +43,7 @@ def all_devices() -> list[tuple[int, int, object]]:
         except cl.Error:
             continue
         found.extend((p, d, device) for d, device in enumerate(devices))
-    return found
+    return tuple(found)
 
 
 def describe(device) -> str:

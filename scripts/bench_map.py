@@ -76,7 +76,8 @@ def main() -> None:
         command = [sys.executable, "-m", "marose.cli", "map", "-x", args.index, args.reads, "-k", str(args.k),
                    "-o", out, "--stats", stats_path, "-q", *args.extra]
         started = time.time()
-        subprocess.run(command, check=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+        path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
+        subprocess.run(command, check=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=path))
         wall = time.time() - started
         stats = json.load(open(stats_path))
         columns = table_one(out)

@@ -14,6 +14,7 @@ from marose.errors import MaroseError
 from marose.reference import read_fasta
 
 CODE = {"A": 0, "C": 1, "G": 2, "T": 3}
+N_ABSENT = 100_000  # random absent patterns each index must reject
 
 
 def brute_force_patterns(path: str, params: IndexParams) -> dict:
@@ -74,7 +75,7 @@ def absent_keys(truth: dict, params: IndexParams, n: int, seed: int = 1):
     return seeds[fresh][:n], keys[fresh][:n].astype(np.uint32)
 
 
-def assert_index_answers(path: str, params: IndexParams, device, n_absent: int = 100_000):
+def assert_index_answers(path: str, params: IndexParams, device):
     truth = brute_force_patterns(path, params)
     ref, segments = build_all(path, params, lambda s, k, n: bdz_cl.build(device, s, k, n))
     for seg in segments:
@@ -87,8 +88,8 @@ def assert_index_answers(path: str, params: IndexParams, device, n_absent: int =
     device_answers = answers(segments, seeds, keys, ranges=lambda seg, s, k: lookup.slot_ranges(
         device, on_device[segments.index(seg)], s, k))
     assert device_answers == [truth[p] for p in pairs]
-    absent_s, absent_k = absent_keys(truth, params, n_absent)
-    assert absent_s.size == n_absent
+    absent_s, absent_k = absent_keys(truth, params, N_ABSENT)
+    assert absent_s.size == N_ABSENT
     for seg, dseg in zip(segments, on_device):
         begin, end = query.slot_ranges(seg, absent_s, absent_k)
         assert np.all(begin == end)
@@ -104,7 +105,7 @@ def test_lambda_contiguous_seed(device):
 
 def test_lambda_spaced_seed_several_segments(device):
     params = IndexParams("#####-##", 6, 10_000)
-    truth, segments = assert_index_answers(LAMBDA, params, device, n_absent=20_000)
+    truth, segments = assert_index_answers(LAMBDA, params, device)
     assert len(segments) == 5
 
 
@@ -125,7 +126,7 @@ def test_synthetic_edge_cases(tmp_path, device):
     }
     path = write_fasta(tmp_path / "edge.fa", contigs)
     params = IndexParams("########", 7, 1 << 26)
-    truth, _ = assert_index_answers(path, params, device, n_absent=20_000)
+    truth, _ = assert_index_answers(path, params, device)
     assert max(map(len, truth.values())) >= 590
     assert not any(286 <= p <= 363 for ps in truth.values() for p in ps)  # windows touching N
 
@@ -133,7 +134,7 @@ def test_synthetic_edge_cases(tmp_path, device):
 def test_long_neighborhood_and_heavy_seed(tmp_path, device):
     rng = np.random.default_rng(9)
     path = write_fasta(tmp_path / "g.fa", {"a": random_dna(rng, 20000), "b": "AC" * 3000})
-    assert_index_answers(path, IndexParams("###-#", 16, 7000), device, n_absent=10_000)
+    assert_index_answers(path, IndexParams("###-#", 16, 7000), device)
 
 
 def test_write_load_roundtrip(tmp_path):
