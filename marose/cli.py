@@ -10,7 +10,7 @@ import shlex
 import sys
 import time
 
-from . import __version__
+from . import __version__, pipeline
 from .errors import MaroseError
 
 DEFAULT_BATCH = 100_000
@@ -110,18 +110,21 @@ def run_map(args, log) -> None:
         print(explain(mapper, len(first.seqs[0])), file=sys.stderr)
     header = sam_header(list(zip(ref.names, map(int, ref.lengths))), args.read_group,
                         " ".join(shlex.quote(a) for a in ["marose", *sys.argv[1:]]), __version__)
-    started = last = time.time()
+    started = time.time()
     stats = mapper.stats
+    progress = {"last": started}
+
+    def write(batch, mapped) -> None:
+        with stats.timing("format"):
+            text = format_batch(batch, *mapped, ref.names, args.max_hits, args.xa, rg_id)
+        with stats.timing("write"):
+            out.write(text)
+        if time.time() - progress["last"] > PROGRESS_SECONDS:
+            progress["last"] = time.time()
+            log(f"{stats.reads:,} reads, {stats.reads / (progress['last'] - started):,.0f} reads/s")
+
     with SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1) as out:
-        for batch in _timed(itertools.chain([first], batches), stats):
-            hits, n_loci = mapper.map_batch(batch)
-            with stats.timing("format"):
-                text = format_batch(batch, hits, n_loci, ref.names, args.max_hits, args.xa, rg_id)
-            with stats.timing("write"):
-                out.write(text)
-            if time.time() - last > PROGRESS_SECONDS:
-                last = time.time()
-                log(f"{stats.reads:,} reads, {stats.reads / (last - started):,.0f} reads/s")
+        pipeline.run(_timed(itertools.chain([first], batches), stats), mapper.map_batch, write)
         with stats.timing("write"):
             out.close()
     elapsed = time.time() - started

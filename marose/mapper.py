@@ -67,6 +67,7 @@ class Mapper:
         self.repeat_occupancy = sum_sq / max(1, self.n_positions)
         self.resident = self._fits_on_device()
         self.on_device = [lookup.upload(device, s) for s in index.segments] if self.resident else None
+        self.extend_bytes = min(device.device.max_mem_alloc_size, device.device.global_mem_size // 8)
         self.filters: dict[int, Filter] = {}
         self.choices: dict[int, Choice] = {}
         self.stats = Stats()
@@ -163,7 +164,9 @@ class Mapper:
         with self.stats.timing("extend"):
             reads = extend.upload_reads(self.device, (strands.codes.reshape(-1), strands.offsets,
                                                       np.maximum(strands.lengths, 1)))
-            key, end, dist = self._loci(reads, strands, candidates)
+            parts = [self._loci(reads, strands, part) for part in self._extend_chunks(strands, candidates)]
+            key, end, dist = (np.concatenate(arrays) for arrays in zip(*parts)) if parts else \
+                (np.empty(0, np.int64),) * 3
         n_contigs = self.contig_offsets.size - 1
         row, contig = key // n_contigs, key % n_contigs
         with self.stats.timing("traceback"):
@@ -180,6 +183,21 @@ class Mapper:
         return Hits(read=read[order], strand=strand[order], contig=contig[order], pos=pos[order],
                     dist=dist[order], cigar=[strings[i][0] for i in order], md=[strings[i][2] for i in order],
                     nm=np.array([strings[i][1] for i in order], dtype=np.int64))
+
+    def _extend_chunks(self, strands: Strands, candidates: Candidates):
+        """The candidates in pieces whose distance rows fit the device's memory budget for
+        them; a read strand's candidates stay together."""
+        width = int(strands.lengths.max(initial=1)) + 2 * self.k
+        per_chunk = max(1, self.extend_bytes // width)
+        row = candidates.row
+        begin = 0
+        while begin < row.size:
+            end = min(row.size, begin + per_chunk)
+            if end < row.size:  # cut before the row at the cut, or after it if it fills the chunk
+                cut = int(np.searchsorted(row, row[end], side="left"))
+                end = cut if cut > begin else int(np.searchsorted(row, row[end], side="right"))
+            yield Candidates(row[begin:end], candidates.start[begin:end])
+            begin = end
 
     def _loci(self, reads, strands: Strands, candidates: Candidates):
         """(row × n_contigs + contig, end, distance) of each locus: the runs of window ends within k

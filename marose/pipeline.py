@@ -1,0 +1,81 @@
+"""Overlapping the stages of a run: batches are read ahead in one thread and written behind in
+another while the main thread maps, so input parsing and output formatting overlap the device
+work. Order is kept; the first error of any stage stops the others and is raised."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Callable, Iterable, Iterator
+
+_END = object()
+_POLL_SECONDS = 0.1
+
+
+class _Failed:
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+def _put(q: queue.Queue, item, stop: threading.Event) -> None:
+    while not stop.is_set():
+        try:
+            q.put(item, timeout=_POLL_SECONDS)
+            return
+        except queue.Full:
+            continue
+
+
+def _get(q: queue.Queue, stop: threading.Event):
+    while not stop.is_set():
+        try:
+            return q.get(timeout=_POLL_SECONDS)
+        except queue.Empty:
+            continue
+    return _END
+
+
+def _feed(items: Iterable, q: queue.Queue, stop: threading.Event) -> None:
+    try:
+        for item in items:
+            if stop.is_set():
+                return
+            _put(q, item, stop)
+        _put(q, _END, stop)
+    except BaseException as error:  # handed to the main thread
+        _put(q, _Failed(error), stop)
+
+
+def _drain(q: queue.Queue, consume: Callable, stop: threading.Event, failure: list) -> None:
+    try:
+        while (item := _get(q, stop)) is not _END:
+            consume(*item)
+    except BaseException as error:  # handed to the main thread
+        failure.append(error)
+        stop.set()
+
+
+def run(batches: Iterator, work: Callable, consume: Callable, depth: int = 2) -> None:
+    """consume(batch, work(batch)) for every batch, in order."""
+    stop = threading.Event()
+    inbox: queue.Queue = queue.Queue(depth)
+    outbox: queue.Queue = queue.Queue(depth)
+    failure: list = []
+    reader = threading.Thread(target=_feed, args=(batches, inbox, stop), daemon=True)
+    writer = threading.Thread(target=_drain, args=(outbox, consume, stop, failure), daemon=True)
+    reader.start()
+    writer.start()
+    try:
+        while (batch := _get(inbox, stop)) is not _END:
+            if isinstance(batch, _Failed):
+                raise batch.error
+            _put(outbox, (batch, work(batch)), stop)
+        _put(outbox, _END, stop)
+        writer.join()
+    except BaseException:
+        stop.set()
+        raise
+    finally:
+        stop.set()
+    if failure:
+        raise failure[0]
