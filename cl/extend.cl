@@ -7,27 +7,26 @@
  * 0 everywhere (free start in the window), so the first word gets no carry. A base code above
  * 3 (N) matches nothing: its match mask is empty, in the read and in the genome.
  *
+ * Windows are at most 2^24 bases (an end's column is kept in 24 bits).
  * Needs -D MAX_WORDS=: reads up to 64 * MAX_WORDS bases. */
 
 #define WORD_BITS 64u
 #define NO_HIT 255
 
-__kernel void end_distances(__global const uchar *read_codes, __global const uint *read_offset,
-                            __global const uint *read_length, __global const uchar *genome,
-                            __global const uint *cand_read, __global const uint *cand_start,
-                            __global const uint *cand_len, uint n, uint width, uint k,
-                            __global uchar *out)
+/* Scans candidate c's window; each end j with D <= k goes to row[j] (dense, 255 elsewhere) when
+ * row is given, else is appended to hits as (c, j << 8 | D) (hits past capacity are counted only). */
+inline void scan_window(uint c, __global const uchar *read_codes, __global const uint *read_offset,
+                        __global const uint *read_length, __global const uchar *genome,
+                        __global const uint *cand_read, __global const uint *cand_start,
+                        __global const uint *cand_len, uint width, uint k, __global uchar *row,
+                        __global uint2 *hits, volatile __global uint *n_hits, uint capacity)
 {
-    uint c = get_global_id(0);
-    if (c >= n)
-        return;
     uint r = cand_read[c];
     uint length = read_length[r];
     uint words = (length + WORD_BITS - 1u) / WORD_BITS;
     __global const uchar *read = read_codes + read_offset[r];
     __global const uchar *text = genome + cand_start[c];
     uint size = min(cand_len[c], width);
-    __global uchar *row = out + (size_t)c * width;
 
     ulong peq[MAX_WORDS * 4], pv[MAX_WORDS], mv[MAX_WORDS];
     for (uint w = 0; w < words; ++w) {
@@ -65,8 +64,40 @@ __kernel void end_distances(__global const uchar *read_codes, __global const uin
             mv[w] = ph & xv;
         }
         score += (int)hp - (int)hm;
-        row[j] = score <= (int)k ? (uchar)score : (uchar)NO_HIT;
+        if (row)
+            row[j] = score <= (int)k ? (uchar)score : (uchar)NO_HIT;
+        else if (score <= (int)k) {
+            uint at = atomic_inc(n_hits);
+            if (at < capacity)
+                hits[at] = (uint2)(c, (j << 8) | (uint)score);
+        }
     }
-    for (uint j = size; j < width; ++j)
-        row[j] = NO_HIT;
+    if (row)
+        for (uint j = size; j < width; ++j)
+            row[j] = NO_HIT;
+}
+
+__kernel void end_distances(__global const uchar *read_codes, __global const uint *read_offset,
+                            __global const uint *read_length, __global const uchar *genome,
+                            __global const uint *cand_read, __global const uint *cand_start,
+                            __global const uint *cand_len, uint n, uint width, uint k,
+                            __global uchar *out)
+{
+    uint c = get_global_id(0);
+    if (c < n)
+        scan_window(c, read_codes, read_offset, read_length, genome, cand_read, cand_start, cand_len,
+                    width, k, out + (size_t)c * width, 0, 0, 0u);
+}
+
+/* The ends within k edits of every window, as a list: count them all, keep the first capacity. */
+__kernel void end_hits(__global const uchar *read_codes, __global const uint *read_offset,
+                       __global const uint *read_length, __global const uchar *genome,
+                       __global const uint *cand_read, __global const uint *cand_start,
+                       __global const uint *cand_len, uint n, uint width, uint k,
+                       __global uint2 *hits, volatile __global uint *n_hits, uint capacity)
+{
+    uint c = get_global_id(0);
+    if (c < n)
+        scan_window(c, read_codes, read_offset, read_length, genome, cand_read, cand_start, cand_len,
+                    width, k, 0, hits, n_hits, capacity);
 }

@@ -60,10 +60,12 @@ def default_path(fasta: str) -> str:
 
 
 def _crc32(path: str) -> int:
+    if os.path.getsize(path) == 0:
+        return 0
+    data = np.memmap(path, dtype=np.uint8, mode="r")
     crc = 0
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 24):
-            crc = zlib.crc32(chunk, crc)
+    for begin in range(0, data.size, 1 << 26):
+        crc = zlib.crc32(data[begin : begin + (1 << 26)], crc)
     return crc
 
 

@@ -99,14 +99,8 @@ def _check_ids(ids: np.ndarray, n_reads: int) -> None:
         raise ValueError("a read id is past the last read")
 
 
-def end_distances(device: Device, reads: ReadsLike, genome_buffer, cand_read: np.ndarray,
-                  cand_start: np.ndarray, cand_len: np.ndarray, k: int) -> np.ndarray:
-    """End distances of each candidate's read in its genome window: (n, W) uint8.
-
-    W is the longest read plus 2k. Row c holds D of read cand_read[c] against
-    genome[cand_start[c] : cand_start[c] + cand_len[c]] (cand_len <= W), 255 where
-    D > k and past the window.
-    """
+def _windows(device: Device, reads: ReadsLike, genome_buffer, cand_read, cand_start, cand_len, k: int):
+    """Checked window arguments: (reads on the device, uint32 arrays, n, width, MAX_WORDS)."""
     _check_k(k)
     batch = upload_reads(device, reads)
     cand_read, cand_start, cand_len = (np.ascontiguousarray(a, dtype=np.uint32)
@@ -119,12 +113,44 @@ def end_distances(device: Device, reads: ReadsLike, genome_buffer, cand_read: np
         raise ValueError(f"a window is longer than the longest read plus 2k ({width})")
     if n and (cand_start.astype(np.int64) + cand_len).max() > genome_buffer.size:
         raise ValueError("a window runs past the end of the genome")
+    arguments = (*batch.buffers, genome_buffer, device.to_device(cand_read), device.to_device(cand_start),
+                 device.to_device(cand_len), np.uint32(n), np.uint32(width), np.uint32(k))
+    return arguments, n, width, {"MAX_WORDS": max_words(longest)}
+
+
+def end_distances(device: Device, reads: ReadsLike, genome_buffer, cand_read: np.ndarray,
+                  cand_start: np.ndarray, cand_len: np.ndarray, k: int) -> np.ndarray:
+    """End distances of each candidate's read in its genome window: (n, W) uint8.
+
+    W is the longest read plus 2k. Row c holds D of read cand_read[c] against
+    genome[cand_start[c] : cand_start[c] + cand_len[c]] (cand_len <= W), 255 where
+    D > k and past the window.
+    """
+    arguments, n, width, defines = _windows(device, reads, genome_buffer, cand_read, cand_start, cand_len, k)
     out = device.empty(n * width)
-    kernel = device.kernel(DISTANCES, "end_distances", {"MAX_WORDS": max_words(longest)})
-    kernel(device.queue, groups(n, 64), None, *batch.buffers, genome_buffer,
-           device.to_device(cand_read), device.to_device(cand_start), device.to_device(cand_len),
-           np.uint32(n), np.uint32(width), np.uint32(k), out)
+    device.kernel(DISTANCES, "end_distances", defines)(device.queue, groups(n, 64), None, *arguments, out)
     return device.read(out, np.uint8, n * width).reshape(n, width)
+
+
+def end_hits(device: Device, reads: ReadsLike, genome_buffer, cand_read: np.ndarray, cand_start: np.ndarray,
+             cand_len: np.ndarray, k: int, expected: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (candidate, window column, distance) of every D <= k that end_distances would give,
+    sorted by candidate then column. The kernel counts them as it writes; when there are more
+    than the room made for them (expected, by default 4 per window) it runs again with room for all."""
+    arguments, n, width, defines = _windows(device, reads, genome_buffer, cand_read, cand_start, cand_len, k)
+    kernel = device.kernel(DISTANCES, "end_hits", defines)
+    capacity = max(1, 4 * n if expected is None else int(expected))
+    while True:
+        hits, counter = device.empty(8 * capacity), device.zeros(4)
+        kernel(device.queue, groups(n, 64), None, *arguments, hits, counter, np.uint32(capacity))
+        total = int(device.read(counter, np.uint32, 1)[0])
+        if total <= capacity:
+            break
+        capacity = total
+    found = device.read(hits, np.uint32, 2 * total).reshape(total, 2)
+    found = found[np.lexsort((found[:, 1], found[:, 0]))]
+    return (found[:, 0].astype(np.int64), (found[:, 1] >> 8).astype(np.int64),
+            (found[:, 1] & 0xFF).astype(np.int64))
 
 
 def slice_starts(loci_end: np.ndarray, read_length: np.ndarray, contig_start: np.ndarray,
@@ -207,3 +233,38 @@ def alignment_strings(ops: np.ndarray, count: int, genome_codes: np.ndarray,
             at += size
     md.append(str(matched))
     return cigar, nm, "".join(md)
+
+
+def alignment_strings_batch(ops: np.ndarray, count: np.ndarray, genome_codes: np.ndarray,
+                            start: np.ndarray) -> tuple[list[str], np.ndarray, list[str]]:
+    """alignment_strings for many loci: (CIGARs, NM values, MD strings). Alignments without
+    indels, the common case, are built from their mismatch columns alone."""
+    count = np.asarray(count, dtype=np.int64)
+    n = count.size
+    inside = np.arange(ops.shape[1]) < count[:, None]
+    mismatch = (ops == OP_MISMATCH) & inside
+    gapped = np.any(((ops == OP_INS) | (ops == OP_DEL)) & inside, axis=1)
+    cigars: list = [None] * n
+    mds: list = [None] * n
+    nm = np.zeros(n, dtype=np.int64)
+    plain = np.flatnonzero(~gapped)
+    rows, columns = np.nonzero(mismatch[plain])
+    refs = np.minimum(genome_codes[start[plain][rows] + columns], N_CODE)
+    letters = np.array(list(_BASE_LETTERS))[refs].tolist()
+    columns = columns.tolist()
+    ends = np.cumsum(np.bincount(rows, minlength=plain.size)).tolist()
+    nm[plain] = np.diff(np.concatenate(([0], ends)))
+    first = 0
+    for i, last in zip(plain.tolist(), ends):
+        length = int(count[i])
+        cigars[i] = f"{length}M"
+        md, after = [], 0
+        for column, letter in zip(columns[first:last], letters[first:last]):
+            md.append(f"{column - after}{letter}")
+            after = column + 1
+        md.append(str(length - after))
+        mds[i] = "".join(md)
+        first = last
+    for i in np.flatnonzero(gapped).tolist():
+        cigars[i], nm[i], mds[i] = alignment_strings(ops[i], int(count[i]), genome_codes, int(start[i]))
+    return cigars, nm, mds

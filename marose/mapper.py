@@ -175,14 +175,13 @@ class Mapper:
         if np.any(count == 0):
             raise RuntimeError("a locus found by the extend kernel has no traceback")
         with self.stats.timing("strings"):
-            strings = [extend.alignment_strings(ops[i], int(count[i]), self.genome_codes, int(start[i]))
-                       for i in range(row.size)]
+            cigars, nm, mds = extend.alignment_strings_batch(ops, count, self.genome_codes, start)
         read, strand = row // 2, row % 2
         pos = start - self.contig_offsets[contig]
         order = np.lexsort((strand, pos, contig, dist, read))
         return Hits(read=read[order], strand=strand[order], contig=contig[order], pos=pos[order],
-                    dist=dist[order], cigar=[strings[i][0] for i in order], md=[strings[i][2] for i in order],
-                    nm=np.array([strings[i][1] for i in order], dtype=np.int64))
+                    dist=dist[order], cigar=[cigars[i] for i in order], md=[mds[i] for i in order],
+                    nm=nm[order])
 
     def _extend_chunks(self, strands: Strands, candidates: Candidates):
         """The candidates in pieces whose distance rows fit the device's memory budget for
@@ -209,12 +208,10 @@ class Mapper:
         contig = np.searchsorted(offsets, start, side="right") - 1
         window_start = np.maximum(offsets[contig], start - k)
         window_end = np.minimum(offsets[contig + 1], start + read_length + k)
-        dist = extend.end_distances(self.device, reads, self.genome, row, window_start,
-                                    window_end - window_start, k)
-        cand, column = np.nonzero(dist <= k)
+        cand, column, d = extend.end_hits(self.device, reads, self.genome, row, window_start,
+                                          window_end - window_start, k, expected=(2 * k + 1) * row.size // 4)
         end = window_start[cand] + column
         key = row[cand] * (offsets.size - 1) + contig[cand]
-        d = dist[cand, column].astype(np.int64)
         order = np.lexsort((d, end, key))
         key, end, d = key[order], end[order], d[order]
         first = np.ones(key.size, dtype=bool)

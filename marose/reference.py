@@ -96,10 +96,12 @@ def pack_2bit(codes: np.ndarray) -> np.ndarray:
     return quads[:, 0] | (quads[:, 1] << 2) | (quads[:, 2] << 4) | (quads[:, 3] << 6)
 
 
+_UNPACK = ((np.arange(256, dtype=np.uint8)[:, None] >> np.array([0, 2, 4, 6], dtype=np.uint8)) & 3).astype(np.uint8)
+
+
 def unpack_2bit(packed: np.ndarray, length: int) -> np.ndarray:
     """Inverse of pack_2bit (without the N runs)."""
-    shifts = np.array([0, 2, 4, 6], dtype=np.uint8)
-    return ((packed[:, None] >> shifts) & 3).reshape(-1)[:length].astype(np.uint8)
+    return _UNPACK[np.asarray(packed)].reshape(-1)[:length]
 
 
 def n_runs(codes: np.ndarray) -> np.ndarray:
@@ -112,9 +114,7 @@ def n_runs(codes: np.ndarray) -> np.ndarray:
 def apply_n_runs(codes: np.ndarray, runs: np.ndarray) -> np.ndarray:
     """Put the N runs back into unpacked codes (in place) and return them."""
     runs = np.asarray(runs, dtype=np.int64).reshape(-1, 2)
-    if runs.size:
-        depth = np.zeros(codes.size + 1, dtype=np.int32)
-        depth[runs[:, 0]] += 1
-        depth[runs[:, 1]] -= 1
-        codes[np.cumsum(depth[:-1]) > 0] = N_CODE
+    lengths = runs[:, 1] - runs[:, 0]
+    before = np.cumsum(lengths) - lengths
+    codes[np.arange(int(lengths.sum())) + np.repeat(runs[:, 0] - before, lengths)] = N_CODE
     return codes

@@ -12,6 +12,8 @@ from marose import align
 from marose.dna import N_CODE, encode, reverse_complement
 from marose.extend import (
     OP_DEL,
+    alignment_strings_batch,
+    end_hits,
     OP_INS,
     OP_MATCH,
     OP_MISMATCH,
@@ -133,6 +135,7 @@ def check_tracebacks(device, reads, genome: np.ndarray, loci, k: int,
     first = slice_starts(loci_end, lengths, contig_start[loci_contig], k)
     start, ops, count = tracebacks(device, reads, device.to_device(genome), loci_read, loci_end,
                                    first, k)
+    cigars, nms, mds = alignment_strings_batch(ops, count, genome, start)
     for t in range(len(loci_read)):
         offset = contig_start[loci_contig[t]]
         expected = align.traceback(reads[loci_read[t]], contigs[loci_contig[t]],
@@ -140,6 +143,7 @@ def check_tracebacks(device, reads, genome: np.ndarray, loci, k: int,
         assert start[t] == expected.start + offset, t
         cigar, nm, md = alignment_strings(ops[t], int(count[t]), genome, int(start[t]))
         assert (cigar, nm, md) == (expected.cigar, expected.nm, expected.md), t
+        assert (cigars[t], nms[t], mds[t]) == (cigar, nm, md), t
         assert nm == expected.dist
         assert not ops[t, count[t] :].any()
     return len(loci_read)
@@ -151,6 +155,18 @@ def test_end_distances_and_tracebacks_random(device, case: Case, k: int) -> None
     loci = loci_of(got, *windows, k)
     assert check_tracebacks(device, case.reads, case.genome, loci, k, case.contig_start,
                             case.contigs) > 0
+
+
+@pytest.mark.parametrize("k", [0, 3, 8])
+@pytest.mark.parametrize("expected", [1, None, 10**6])
+def test_end_hits_list_what_end_distances_holds(device, case: Case, k: int, expected: int) -> None:
+    dense, (read, start, length, _) = check_distances(device, case, k)
+    cand, column, dist = end_hits(device, case.reads, device.to_device(case.genome), read, start, length, k,
+                                  expected=expected)
+    want_cand, want_column = np.nonzero(dense <= k)
+    assert np.array_equal(cand, want_cand) and np.array_equal(column, want_column)
+    assert np.array_equal(dist, dense[want_cand, want_column])
+    assert cand.size > 1  # so with expected=1 the first run's room overflowed, and it ran again
 
 
 @pytest.mark.parametrize("seed", [21, 22])
