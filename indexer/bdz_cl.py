@@ -26,9 +26,9 @@ def build(device: Device, seed_of_key: np.ndarray, keys: np.ndarray, n_seeds: in
     failed = device.zeros(4)
     slot = device.empty(4 * keys.size)
     scratch = [device.empty(4 * n_vertices) for _ in range(3)] + [device.empty(4 * keys.size) for _ in range(2)]
-    kernel(device.queue, groups(n_seeds, 64), None, np.uint32(n_seeds), device.to_device(key_start),
-                      device.to_device(keys.astype(np.uint32)), device.to_device(voff.astype(np.uint32)),
-                      hash_seed, g, *scratch, slot, failed)
+    device.launch(kernel, groups(n_seeds, 64), None, np.uint32(n_seeds), device.to_device(key_start),
+                  device.to_device(keys.astype(np.uint32)), device.to_device(voff.astype(np.uint32)),
+                  hash_seed, g, *scratch, slot, failed)
     if device.read(failed, np.uint32, 1)[0]:
         raise RuntimeError("perfect hashing failed for some seeds")
     return bdz.PerfectHash(device.read(hash_seed, np.uint32, n_seeds), voff.astype(np.uint32),

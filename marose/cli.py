@@ -102,7 +102,7 @@ def run_map(args, log) -> None:
     batches = read_batches(args.reads, args.batch_size)
     first = next(batches)
     k = args.max_errors if args.max_errors is not None else default_max_errors(len(first.seqs[0]))
-    device = Device(args.device)
+    device = Device(args.device, profile=bool(args.stats))
     log(f"index {index.path} ({ref.total_length:,} bases, {len(index.segments)} segment(s)); "
         f"k={k}; device {describe(device.device)}")
     mapper = Mapper(index, device, k, log)
@@ -147,8 +147,10 @@ def write_stats(path: str, stats, elapsed: float, device) -> None:
     import json
 
     record = {"reads": stats.reads, "mapped": stats.mapped, "unique": stats.unique, "loci": stats.loci,
-              "candidates": stats.candidates, "too_short": stats.too_short, "too_many_n": stats.too_many_n,
-              "seconds": {"total": elapsed, **stats.seconds}, "device": device.device.name.strip()}
+              "candidates": stats.candidates, "lookups": stats.lookups, "cells": stats.cells,
+              "too_short": stats.too_short, "too_many_n": stats.too_many_n,
+              "seconds": {"total": elapsed, **stats.seconds}, "kernel_seconds": device.collect_profile(),
+              "device": device.device.name.strip()}
     with open(path, "w") as handle:
         json.dump(record, handle, indent=1)
 

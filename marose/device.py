@@ -82,12 +82,16 @@ def choose_device(spec: str | None = None):
 class Device:
     """A context and in-order queue on one device, with built programs cached by (files, defines)."""
 
-    def __init__(self, spec: str | None = None):
+    def __init__(self, spec: str | None = None, profile: bool = False):
         cl = _cl()
         self.cl = cl
         self.device = choose_device(spec)
         self.context = cl.Context([self.device])
-        self.queue = cl.CommandQueue(self.context)
+        properties = cl.command_queue_properties.PROFILING_ENABLE if profile else 0
+        self.queue = cl.CommandQueue(self.context, properties=properties)
+        self.profile = profile
+        self.kernel_seconds: dict[str, float] = {}
+        self._events: list = []
         self._programs: dict = {}
         self._kernels: dict = {}
 
@@ -112,6 +116,21 @@ class Device:
         if key not in self._kernels:
             self._kernels[key] = self.cl.Kernel(self.program(files, defines), name)
         return self._kernels[key]
+
+    def launch(self, kernel, global_size, local_size, *args) -> None:
+        """Run a kernel; with profiling on, its device time is added to kernel_seconds."""
+        event = kernel(self.queue, global_size, local_size, *args)
+        if self.profile:
+            self._events.append((kernel.function_name, event))
+
+    def collect_profile(self) -> dict[str, float]:
+        """Seconds each kernel ran on the device, over all launches so far."""
+        for name, event in self._events:
+            event.wait()
+            seconds = (event.profile.end - event.profile.start) * 1e-9
+            self.kernel_seconds[name] = self.kernel_seconds.get(name, 0.0) + seconds
+        self._events.clear()
+        return self.kernel_seconds
 
     def to_device(self, array: np.ndarray):
         """A read-only buffer holding a copy of the array (a 1-byte buffer if it is empty)."""

@@ -128,7 +128,7 @@ def end_distances(device: Device, reads: ReadsLike, genome_buffer, cand_read: np
     """
     arguments, n, width, defines = _windows(device, reads, genome_buffer, cand_read, cand_start, cand_len, k)
     out = device.empty(n * width)
-    device.kernel(DISTANCES, "end_distances", defines)(device.queue, groups(n, 64), None, *arguments, out)
+    device.launch(device.kernel(DISTANCES, "end_distances", defines), groups(n, 64), None, *arguments, out)
     return device.read(out, np.uint8, n * width).reshape(n, width)
 
 
@@ -142,7 +142,7 @@ def end_hits(device: Device, reads: ReadsLike, genome_buffer, cand_read: np.ndar
     capacity = max(1, 4 * n if expected is None else int(expected))
     while True:
         hits, counter = device.empty(8 * capacity), device.zeros(4)
-        kernel(device.queue, groups(n, 64), None, *arguments, hits, counter, np.uint32(capacity))
+        device.launch(kernel, groups(n, 64), None, *arguments, hits, counter, np.uint32(capacity))
         total = int(device.read(counter, np.uint32, 1)[0])
         if total <= capacity:
             break
@@ -186,9 +186,9 @@ def tracebacks(device: Device, reads: ReadsLike, genome_buffer, loci_read: np.nd
     starts, counts = device.empty(4 * n), device.empty(4 * n)
     ops = device.zeros(n * width)
     kernel = device.kernel(TRACEBACK, "traceback", defines)
-    kernel(device.queue, groups(n, 64), None, *batch.buffers, genome_buffer,
-           device.to_device(loci_read), device.to_device(loci_end), device.to_device(slice_start),
-           np.uint32(n), np.uint32(k), starts, ops, counts)
+    device.launch(kernel, groups(n, 64), None, *batch.buffers, genome_buffer,
+                  device.to_device(loci_read), device.to_device(loci_end), device.to_device(slice_start),
+                  np.uint32(n), np.uint32(k), starts, ops, counts)
     count = device.read(counts, np.uint32, n).astype(np.int64)
     start = device.read(starts, np.uint32, n).astype(np.int64)
     start[count == 0] = -1

@@ -88,17 +88,17 @@ class Filter:
             return Candidates(np.empty(0, np.uint32), np.empty(0, np.uint32))
         global_size = (n * WORK_GROUP,)
         item_count, read_count = d.empty(4 * n * WORK_GROUP), d.empty(4 * n)
-        self.count_kernel(d.queue, global_size, (WORK_GROUP,), *reads_on_device,
-                          *seg.tables, item_count, read_count)
+        d.launch(self.count_kernel, global_size, (WORK_GROUP,), *reads_on_device,
+                 *seg.tables, item_count, read_count)
         counts = d.read(read_count, np.uint32, n).astype(np.int64)
         offsets = np.concatenate(([0], np.cumsum(counts)))
         total = int(offsets[-1])
         if total >= 2**32:
             raise MemoryError("too many candidates in one batch; use a smaller batch size")
         candidates, out_count = d.empty(4 * total), d.empty(4 * n)
-        self.emit_kernel(d.queue, global_size, (WORK_GROUP,), *reads_on_device,
-                         *seg.tables, seg.positions, self.contig_start, self.n_contigs, item_count,
-                         d.to_device(offsets[:-1].astype(np.uint32)), candidates, out_count)
+        d.launch(self.emit_kernel, global_size, (WORK_GROUP,), *reads_on_device,
+                 *seg.tables, seg.positions, self.contig_start, self.n_contigs, item_count,
+                 d.to_device(offsets[:-1].astype(np.uint32)), candidates, out_count)
         found = d.read(candidates, np.uint32, total)
         written = d.read(out_count, np.uint32, n)
         unsorted = (written & UNSORTED) != 0

@@ -40,9 +40,8 @@ def slot_ranges(device: Device, seg: DeviceSegment, seeds: np.ndarray, keys: np.
     """Like indexer.query.slot_ranges, computed by the lookup kernel."""
     n = int(seeds.size)
     out = device.empty(8 * n)
-    device.kernel(PROGRAM, "lookup")(device.queue, groups(n), None,
-                                     device.to_device(seeds.astype(np.uint32)),
-                                     device.to_device(keys.astype(np.uint32)), np.uint32(n),
-                                     *seg.tables, out)
+    device.launch(device.kernel(PROGRAM, "lookup"), groups(n), None,
+                  device.to_device(seeds.astype(np.uint32)), device.to_device(keys.astype(np.uint32)),
+                  np.uint32(n), *seg.tables, out)
     ranges = device.read(out, np.uint32, 2 * n).reshape(n, 2).astype(np.int64)
     return ranges[:, 0], ranges[:, 1]

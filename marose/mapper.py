@@ -37,6 +37,8 @@ class Stats:
     too_short: int = 0
     too_many_n: int = 0
     candidates: int = 0
+    lookups: int = 0  # perfect-hash lookups of the filter (per segment)
+    cells: int = 0  # read bases x window bases the extend stage scanned
     unguaranteed: list = field(default_factory=list)  # read lengths the filter gives no guarantee for
     substitutions_only: list = field(default_factory=list)  # read lengths guaranteed for substitutions only
     seconds: dict = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
@@ -148,6 +150,8 @@ class Mapper:
             chosen = self.choice(int(length)).params
             rows = active & (strands.lengths == length)
             rows_e[rows], steps[rows] = chosen.e, chosen.step
+            self.stats.lookups += (int(rows.sum()) * chosen.n_patterns(int(length)) * chosen.lookups_per_pattern
+                                   * len(self.index.segments))
         found = []
         for e in np.unique(rows_e[rows_e >= 0]):
             filt = self.filter(int(e))
@@ -208,6 +212,7 @@ class Mapper:
         contig = np.searchsorted(offsets, start, side="right") - 1
         window_start = np.maximum(offsets[contig], start - k)
         window_end = np.minimum(offsets[contig + 1], start + read_length + k)
+        self.stats.cells += int(np.sum(read_length * (window_end - window_start)))
         cand, column, d = extend.end_hits(self.device, reads, self.genome, row, window_start,
                                           window_end - window_start, k, expected=(2 * k + 1) * row.size // 4)
         end = window_start[cand] + column

@@ -69,6 +69,7 @@ def main() -> None:
     parser.add_argument("-k", type=int, required=True)
     parser.add_argument("--label", default="")
     parser.add_argument("--append", metavar="FILE")
+    parser.add_argument("--stats-out", metavar="FILE", help="keep marose's --stats JSON here")
     parser.add_argument("extra", nargs="*", help="further `marose map` arguments (after --)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -80,6 +81,9 @@ def main() -> None:
         subprocess.run(command, check=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=path))
         wall = time.time() - started
         stats = json.load(open(stats_path))
+        if args.stats_out:
+            with open(args.stats_out, "w") as handle:
+                json.dump(stats, handle, indent=1)
         columns = table_one(out)
     seconds = stats["seconds"]
     reads = stats["reads"]
@@ -95,6 +99,9 @@ def main() -> None:
           for s in STAGES),
         f"| **mapping (index load excluded)** | {seconds['total']:.2f} | "
         f"{reads / seconds['total']:,.0f} |",
+        "",
+        "Device time per kernel: " + ", ".join(f"{name} {sec:.3f} s" for name, sec in
+                                                sorted(stats.get("kernel_seconds", {}).items())) + ".",
         "",
         "| reads | non-mapped | mapped | uniquely hit | multiple hits | mean hits (multiple) | true locus reported |",
         "|---:|---:|---:|---:|---:|---:|---:|",
