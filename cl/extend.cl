@@ -14,12 +14,13 @@
 #define NO_HIT 255
 
 /* Scans candidate c's window; each end j with D <= k goes to row[j] (dense, 255 elsewhere) when
- * row is given, else is appended to hits as (c, j << 8 | D) (hits past capacity are counted only). */
+ * row is given, else is appended to hits as the pair (c, j << 8 | D) (hits past capacity are
+ * counted only). */
 inline void scan_window(uint c, __global const uchar *read_codes, __global const uint *read_offset,
                         __global const uint *read_length, __global const uchar *genome,
                         __global const uint *cand_read, __global const uint *cand_start,
                         __global const uint *cand_len, uint width, uint k, __global uchar *row,
-                        __global uint2 *hits, volatile __global uint *n_hits, uint capacity)
+                        __global uint *hits, volatile __global uint *n_hits, uint capacity)
 {
     uint r = cand_read[c];
     uint length = read_length[r];
@@ -68,8 +69,10 @@ inline void scan_window(uint c, __global const uchar *read_codes, __global const
             row[j] = score <= (int)k ? (uchar)score : (uchar)NO_HIT;
         else if (score <= (int)k) {
             uint at = atomic_inc(n_hits);
-            if (at < capacity)
-                hits[at] = (uint2)(c, (j << 8) | (uint)score);
+            if (at < capacity) {
+                hits[2 * at] = c;
+                hits[2 * at + 1] = (j << 8) | (uint)score;
+            }
         }
     }
     if (row)
@@ -94,7 +97,7 @@ __kernel void end_hits(__global const uchar *read_codes, __global const uint *re
                        __global const uint *read_length, __global const uchar *genome,
                        __global const uint *cand_read, __global const uint *cand_start,
                        __global const uint *cand_len, uint n, uint width, uint k,
-                       __global uint2 *hits, volatile __global uint *n_hits, uint capacity)
+                       __global uint *hits, volatile __global uint *n_hits, uint capacity)
 {
     uint c = get_global_id(0);
     if (c < n)

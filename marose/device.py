@@ -144,9 +144,10 @@ class Device:
         return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, size=max(int(nbytes), 1))
 
     def zeros(self, nbytes: int):
-        buffer = self.empty(nbytes)
-        self.cl.enqueue_fill_buffer(self.queue, buffer, np.uint8(0), 0, max(int(nbytes), 1))
-        return buffer
+        """A zero-filled buffer, filled by copy from the host (which every tool sees as initialized)."""
+        mf = self.cl.mem_flags
+        return self.cl.Buffer(self.context, mf.READ_WRITE | mf.COPY_HOST_PTR,
+                              hostbuf=np.zeros(max(int(nbytes), 1), dtype=np.uint8))
 
     def read(self, buffer, dtype, count: int) -> np.ndarray:
         out = np.empty(count, dtype=dtype)

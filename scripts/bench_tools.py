@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from bench_reads import ReadSet
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WARMUP_READS = 200
 
 # Used when GNU time is missing: a fresh interpreter runs the command and writes the peak
 # RSS (KiB) of its largest child.
@@ -132,7 +134,6 @@ class Context:
 class Tool:
     name = ""
     programs: tuple[str, ...] = ()  # executables that must be on PATH
-    rabema_args: tuple[str, ...] = ()
 
     def applies(self, read_set: ReadSet) -> bool:
         return True
@@ -143,6 +144,10 @@ class Tool:
     def map(self, ctx: Context, read_set: ReadSet, reads: str, out_sam: str) -> list[Step]:
         raise NotImplementedError
 
+    def warmup(self, ctx: Context, read_set: ReadSet, reads: str, out_sam: str) -> list[Step]:
+        """An untimed run before the timed one (marose: builds and caches its OpenCL kernels)."""
+        return []
+
     def version(self, runner: Runner) -> str:
         return "?"
 
@@ -152,6 +157,12 @@ class Tool:
 
 def _first_line(text: str, pattern: str = "") -> str:
     return next((line.strip() for line in text.splitlines() if pattern in line and line.strip()), "?")
+
+
+def seqan_version(runner: Runner, program: str) -> str:
+    """'razers3 3.5.8' from `razers3 --version` ('razers3 version: 3.5.8 [tarball]')."""
+    match = re.search(rf"{program} version: (\S+)", runner.output([program, "--version"]))
+    return f"{program} {match.group(1) if match else '?'}"
 
 
 class Marose(Tool):
@@ -170,6 +181,13 @@ class Marose(Tool):
         if ctx.device:
             argv += ["--device", ctx.device]
         return [Step(argv)]
+
+    def warmup(self, ctx, read_set, reads, out_sam):
+        head = out_sam + ".warmup.fq"
+        with open(reads) as src, open(head, "w") as dst:
+            for _, line in zip(range(4 * WARMUP_READS), src):
+                dst.write(line)
+        return self.map(ctx, read_set, head, out_sam + ".warmup.sam")
 
     def version(self, runner):
         git = runner.output(["git", "-C", ROOT, "describe", "--always", "--dirty"]).strip() or "unknown"
@@ -250,7 +268,7 @@ class Razers3(Tool):
         return [Step(razers3_argv(ctx, read_set, reads, out_sam, ctx.max_hits))]
 
     def version(self, runner):
-        return "razers3 " + _first_line(runner.output(["razers3", "--version"]), "version").split()[-1]
+        return seqan_version(runner, "razers3")
 
 
 def razers3_argv(ctx: Context, read_set: ReadSet, reads: str, out_sam: str, max_hits: int,
@@ -266,7 +284,6 @@ class Yara(Tool):
     """Yara with full sensitivity, every stratum up to the error rate, one record per locus."""
     name = "yara"
     programs = ("yara_mapper", "yara_indexer")
-    rabema_args = ("--extra-pos-tag", "XP")  # secondary records carry no CIGAR, their end in XP
 
     def index(self, ctx):
         return [Step(["yara_indexer", "-o", self.prefix(ctx), ctx.genome])]
@@ -277,7 +294,7 @@ class Yara(Tool):
                       "-t", str(ctx.threads), "-o", out_sam, self.prefix(ctx), reads])]
 
     def version(self, runner):
-        return "yara_mapper " + _first_line(runner.output(["yara_mapper", "--version"]), "version").split()[-1]
+        return seqan_version(runner, "yara_mapper")
 
 
 TOOLS = {tool.name: tool for tool in (Marose(), BwaAln(), BwaAlnAll(), Bowtie2(), Minimap2(), Razers3(), Yara())}
