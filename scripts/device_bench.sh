@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The GPU benchmark run, made on a machine with an NVIDIA GPU and no network: index builds of
-# A. thaliana chr1 (30 Mbp) and of three Arabidopsis species (121 Mbp), then `marose map` of the
-# simulated chr1 reads. Markdown sections go to $OUT (default /tmp/marose-out).
+# A. thaliana chr1 (30 Mbp) and of three Arabidopsis species (121 Mbp), `marose map` of the
+# simulated chr1 reads, the paper's Table II setting (460,544 H3 reads against the 121 Mbp
+# reference, run twice: the second run finds the kernels built) and the roofline.
+# Markdown sections go to $OUT (default /tmp/marose-out).
 #
 #   scripts/device_bench.sh DATA_DIR
 #
 # DATA_DIR holds arabidopsis_3sp.fa.gz (scripts/fetch_genomes.sh --big) and the reads
-# chr1_h3_100k.fq.gz and chr1_100bp_100k.fq.gz (scripts/simulate_reads.py, gzipped).
+# chr1_h3_100k.fq.gz, chr1_100bp_100k.fq.gz and a3sp_h3_460544.fq.gz (scripts/simulate_reads.py,
+# gzipped; BENCHMARKS.md gives the commands).
 set -euo pipefail
 data=${1:?data directory}
 out=${OUT:-/tmp/marose-out}
@@ -18,7 +21,14 @@ awk '/^>/ {n++} n == 1' "$work/arabidopsis_3sp.fa" > "$work/athal_chr1.fa"
 python3 scripts/bench_index.py "$work/athal_chr1.fa" "$work/arabidopsis_3sp.fa" --tools marose \
     --workdir "$work/index" --keep | tee "$out/index.md"
 chr1="$work/index/athal_chr1/marose/athal_chr1.fa.marose"
-python3 scripts/bench_map.py "$chr1" "$data/chr1_h3_100k.fq.gz" -k 3 \
+a3sp="$work/index/arabidopsis_3sp/marose/arabidopsis_3sp.fa.marose"
+python3 scripts/bench_map.py "$chr1" "$data/chr1_h3_100k.fq.gz" -k 3 --stats-out "$out/chr1_h3.json" \
     --label "H3: 100k reads of 40 bp with 3 substitutions, A. thaliana chr1" | tee "$out/map.md"
-python3 scripts/bench_map.py "$chr1" "$data/chr1_100bp_100k.fq.gz" -k 4 \
+python3 scripts/bench_map.py "$chr1" "$data/chr1_100bp_100k.fq.gz" -k 4 --stats-out "$out/chr1_100bp.json" \
     --label "100k reads of 100 bp with up to 4 edits, A. thaliana chr1" | tee -a "$out/map.md"
+for run in first second; do
+    python3 scripts/bench_map.py "$a3sp" "$data/a3sp_h3_460544.fq.gz" -k 3 --stats-out "$out/a3sp_h3_$run.json" \
+        --label "Table II setting ($run run): 460,544 H3 reads, 121 Mbp Arabidopsis reference" | tee -a "$out/map.md"
+done
+python3 scripts/roofline.py "$out"/chr1_h3.json "$out"/chr1_100bp.json "$out"/a3sp_h3_second.json \
+    | tee "$out/roofline.md"
