@@ -64,12 +64,11 @@ def _mason_origins(sam_path: str, max_edits: int) -> dict[str, tuple[str, int, s
         for line in sam:
             if line.startswith("@"):
                 continue
-            fields = line.split("\t", 12)
+            fields = line.rstrip("\n").split("\t")
             flag = int(fields[1])
             if flag & 4:
                 continue
-            nm = next((int(t[5:]) for t in fields[11].split("\t") if t.startswith("NM:i:")), None) \
-                if len(fields) > 11 else None
+            nm = next((int(t[5:]) for t in fields[11:] if t.startswith("NM:i:")), None)
             if nm is None or nm > max_edits:
                 continue
             origins[fields[0]] = (fields[2], int(fields[3]), "-" if flag & 16 else "+", nm)
@@ -85,7 +84,9 @@ def simulate_mason(genome: str, out: str, n: int, read_set: ReadSet, seed: int, 
         cmd = [mason, "-q", "--seed", str(seed), "-ir", genome, "-n", str(draw),
                "--illumina-read-length", str(read_set.length), *MASON_ERROR_ARGS,
                "-o", tmp + ".fq", "-oa", tmp + ".sam"]
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr[-2000:]}")
         origins = _mason_origins(tmp + ".sam", read_set.k)
         if len(origins) >= n:
             break

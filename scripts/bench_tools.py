@@ -133,6 +133,7 @@ class Context:
 
 class Tool:
     name = ""
+    index_key = ""  # the tool whose index this one uses; itself when empty
     programs: tuple[str, ...] = ()  # executables that must be on PATH
 
     def applies(self, read_set: ReadSet) -> bool:
@@ -190,7 +191,8 @@ class Marose(Tool):
         return self.map(ctx, read_set, head, out_sam + ".warmup.sam")
 
     def version(self, runner):
-        git = runner.output(["git", "-C", ROOT, "describe", "--always", "--dirty"]).strip() or "unknown"
+        done = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"], capture_output=True, text=True)
+        git = done.stdout.strip() if done.returncode == 0 else "unknown"
         return f"marose from source (git {git})"
 
 
@@ -220,13 +222,14 @@ class BwaAlnAll(BwaAln):
     """bwa aln with seeding off (-l beyond the read) and non-iterative search (-N): every hit
     within -n mismatches. H3 only."""
     name = "bwa-all"
+    index_key = "bwa"
     extra_aln = ("-l", "1000", "-N")
 
     def applies(self, read_set):
         return read_set.simulator == "h3"
 
     def index(self, ctx):
-        return []  # shares bwa's index
+        return []
 
 
 class Bowtie2(Tool):

@@ -43,7 +43,7 @@ def ceilings(device: Device, table_mib: int) -> tuple[float, float]:
     words = 1 << (table_mib * 2**20 // 4).bit_length() - 1
     table = device.empty(4 * words)
     device.cl.enqueue_fill_buffer(device.queue, table, np.uint32(1), 0, 4 * words)
-    items, per_item = 1 << 20, 64
+    items, per_item = 1 << 24, 16  # enough independent reads in flight to saturate a large GPU
     sink = device.empty(4 * items)
     seconds = timed(device, device.kernel(PROGRAM, "random_reads"), (items,), table, np.uint32(words - 1),
                     np.uint32(per_item), sink)
