@@ -9,55 +9,28 @@ import numpy as np
 
 from marose.dna import N_CODE
 from marose.errors import MaroseError
+from marose.params import PatternShape
 from marose.reference import Reference
 
 from . import bdz
 
 EMPTY_KEY = np.uint32(0xFFFFFFFF)  # stored in slots no key hashes to
-MAX_SEED_WEIGHT = 12
-MAX_NEIGHBORHOOD = 16  # keys are uint32
 
 
 @dataclass(frozen=True)
-class IndexParams:
+class IndexParams(PatternShape):
     """What the index is built with: seed mask, neighborhood length, segment size."""
 
-    mask: str
-    ln: int
     segment_size: int
 
     def __post_init__(self) -> None:
-        if not self.mask or set(self.mask) - {"#", "-"} or self.mask[0] != "#" or self.mask[-1] != "#":
-            raise MaroseError(f"seed mask '{self.mask}': use '#' (must match) and '-' (ignored), "
-                              "starting and ending with '#'")
-        if not 1 <= self.weight <= MAX_SEED_WEIGHT:
-            raise MaroseError(f"seed mask '{self.mask}': weight must be 1..{MAX_SEED_WEIGHT}")
-        if not 1 <= self.ln <= MAX_NEIGHBORHOOD:
-            raise MaroseError(f"neighborhood length {self.ln}: must be 1..{MAX_NEIGHBORHOOD}")
+        super().__post_init__()
         if self.segment_size < 1:
             raise MaroseError("segment size must be positive")
 
     @property
-    def span(self) -> int:
-        return len(self.mask)
-
-    @property
-    def weight(self) -> int:
-        return self.mask.count("#")
-
-    @property
-    def width(self) -> int:
-        """Bases of genome one pattern covers: seed span plus neighborhood."""
-        return self.span + self.ln
-
-    @property
     def n_seeds(self) -> int:
         return 4**self.weight
-
-    @property
-    def seed_offsets(self) -> list[int]:
-        """Positions of the '#' in the mask."""
-        return [j for j, c in enumerate(self.mask) if c == "#"]
 
 
 @dataclass

@@ -7,7 +7,7 @@ import sys
 import time
 
 from marose import __version__
-from marose.errors import MaroseError
+from marose.errors import MaroseError, run_command
 from marose.reference import read_fasta
 
 from . import store
@@ -101,17 +101,8 @@ def build_index(genome: str, output: str | None, args, log) -> str:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    log = (lambda message: None) if args.quiet else (lambda message: print(f"[marose-index] {message}",
-                                                                           file=sys.stderr, flush=True))
-    try:
-        build_index(args.genome, args.output, args, log)
-    except MaroseError as exc:
-        print(f"marose-index: error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("marose-index: interrupted; no index written", file=sys.stderr)
-        return 130
-    return 0
+    return run_command("marose-index", lambda log: build_index(args.genome, args.output, args, log), args.quiet,
+                       "no index written")
 
 
 if __name__ == "__main__":

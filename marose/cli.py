@@ -11,7 +11,7 @@ import sys
 import time
 
 from . import __version__, pipeline
-from .errors import MaroseError
+from .errors import MaroseError, run_command
 
 DEFAULT_BATCH = 100_000
 DEFAULT_MAX_HITS = 100
@@ -199,21 +199,9 @@ def run_devices() -> None:
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
-    quiet = getattr(args, "quiet", False)
-    log = (lambda message: None) if quiet else (lambda message: print(f"[marose] {message}", file=sys.stderr,
-                                                                      flush=True))
-    try:
-        if args.command == "devices":
-            run_devices()
-        else:
-            run_map(args, log)
-    except MaroseError as exc:
-        print(f"marose: error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("marose: interrupted; no output written", file=sys.stderr)
-        return 130
-    return 0
+    if args.command == "devices":
+        return run_command("marose", lambda log: run_devices(), False, "")
+    return run_command("marose", lambda log: run_map(args, log), args.quiet, "no output written")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ MAX_E = 3
 MAX_LOOKUPS_PER_PATTERN = 300
 
 # Index shape constraints and targets.
-MAX_SEED_WEIGHT = 10  # the seed table has 4^w entries
+MAX_SEED_WEIGHT = 12  # the seed tables have 4^w entries
 SHORTEST_READ = 36
 SHORT_READ_ERRORS = 3
 MIN_POSITIONS_PER_SEED = 16  # genome positions per seed (on average) below which seeds get lighter
@@ -59,13 +59,12 @@ INDEX_SHAPES: tuple[tuple[str, int], ...] = (
 
 
 @dataclass(frozen=True)
-class FilterParams:
-    """One filter: seed mask, neighborhood length ln, neighborhood errors e, pattern step."""
+class PatternShape:
+    """The shape of a pattern: a seed mask of '#' (must match) and '-' (ignored), then ln
+    neighborhood bases. Index and filter parameters both extend it."""
 
     mask: str
     ln: int
-    e: int
-    step: int
 
     def __post_init__(self) -> None:
         validate_mask(self.mask)
@@ -78,10 +77,6 @@ class FilterParams:
             raise MaroseError(
                 f"neighborhood length must be in 1..{MAX_NEIGHBORHOOD}, got {self.ln}"
             )
-        if not 0 <= self.e <= self.ln:
-            raise MaroseError(f"neighborhood errors e must be in 0..ln={self.ln}, got {self.e}")
-        if self.step < 1:
-            raise MaroseError(f"pattern step must be >= 1, got {self.step}")
 
     @property
     def span(self) -> int:
@@ -95,8 +90,28 @@ class FilterParams:
 
     @property
     def width(self) -> int:
-        """Read bases one pattern covers: seed span plus neighborhood."""
+        """Bases one pattern covers: seed span plus neighborhood."""
         return self.span + self.ln
+
+    @property
+    def seed_offsets(self) -> list[int]:
+        """Positions of the '#' in the mask."""
+        return [j for j, c in enumerate(self.mask) if c == "#"]
+
+
+@dataclass(frozen=True)
+class FilterParams(PatternShape):
+    """One filter: seed mask, neighborhood length ln, neighborhood errors e, pattern step."""
+
+    e: int
+    step: int
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0 <= self.e <= self.ln:
+            raise MaroseError(f"neighborhood errors e must be in 0..ln={self.ln}, got {self.e}")
+        if self.step < 1:
+            raise MaroseError(f"pattern step must be >= 1, got {self.step}")
 
     @property
     def lookups_per_pattern(self) -> int:

@@ -31,3 +31,18 @@ def write_fasta(path, contigs: dict, gz: bool = False) -> str:
 
 def random_dna(rng: np.random.Generator, n: int) -> str:
     return "".join(rng.choice(list("ACGT"), n))
+
+
+def mutate(rng: np.random.Generator, seq: np.ndarray, edits: int) -> np.ndarray:
+    """seq with `edits` random substitutions, insertions or deletions."""
+    out = list(seq)
+    for _ in range(edits):
+        kind = rng.integers(3)
+        at = int(rng.integers(len(out)))
+        if kind == 0:
+            out[at] = (out[at] + 1 + int(rng.integers(3))) % 4
+        elif kind == 1:
+            out.insert(at, int(rng.integers(4)))
+        elif len(out) > 1:
+            del out[at]
+    return np.array(out, dtype=np.uint8)

@@ -22,6 +22,7 @@ from marose.align import (
     traceback,
 )
 from marose.dna import N_CODE, decode, encode
+from conftest import mutate
 
 DATA = Path(__file__).parent / "data"
 
@@ -41,21 +42,6 @@ def naive_end_distances(read: np.ndarray, text: np.ndarray) -> list[int]:
         column = new
         out.append(column[length])
     return out
-
-
-def mutate(rng: np.random.Generator, seq: np.ndarray, edits: int) -> np.ndarray:
-    """seq with `edits` random substitutions, insertions or deletions."""
-    out = list(seq)
-    for _ in range(edits):
-        kind = rng.integers(3)
-        at = int(rng.integers(len(out)))
-        if kind == 0:
-            out[at] = (out[at] + 1 + int(rng.integers(3))) % 4
-        elif kind == 1:
-            out.insert(at, int(rng.integers(4)))
-        elif len(out) > 1:
-            del out[at]
-    return np.array(out, dtype=np.uint8)
 
 
 def random_case(

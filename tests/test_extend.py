@@ -10,15 +10,16 @@ import pytest
 
 from marose import align
 from marose.dna import N_CODE, encode, reverse_complement
+from conftest import mutate
 from marose.extend import (
     OP_DEL,
-    alignment_strings_batch,
-    end_hits,
     OP_INS,
     OP_MATCH,
     OP_MISMATCH,
     alignment_strings,
+    alignment_strings_batch,
     end_distances,
+    end_hits,
     pack_reads,
     slice_starts,
     tracebacks,
@@ -28,21 +29,6 @@ from marose.extend import (
 DATA = Path(__file__).parent / "data"
 LENGTHS = (1, 40, 63, 64, 65, 100, 150, 250)
 K_MAX = 8
-
-
-def mutate(rng: np.random.Generator, seq: np.ndarray, edits: int) -> np.ndarray:
-    """seq with `edits` random substitutions, insertions or deletions."""
-    out = list(seq)
-    for _ in range(edits):
-        kind = rng.integers(3)
-        at = int(rng.integers(len(out)))
-        if kind == 0:
-            out[at] = (out[at] + 1 + int(rng.integers(3))) % 4
-        elif kind == 1:
-            out.insert(at, int(rng.integers(4)))
-        elif len(out) > 1:
-            del out[at]
-    return np.array(out, dtype=np.uint8)
 
 
 def random_seq(rng: np.random.Generator, size: int, alphabet: int, n_rate: float) -> np.ndarray:

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import LAMBDA, write_fasta
+from conftest import LAMBDA
 from indexer import cli, store
 from marose.errors import MaroseError
 

@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 
 from conftest import random_dna, write_fasta
 

@@ -10,23 +10,9 @@ import pysam
 from marose.align import end_distances, end_distances_dp, loci_from_distances, traceback
 from marose.dna import N_CODE, encode, reverse_complement
 from marose.oracle import Hit, oracle_map
+from conftest import mutate
 
 DATA = Path(__file__).parent / "data"
-
-
-def mutate(rng: np.random.Generator, seq: np.ndarray, edits: int) -> np.ndarray:
-    """seq with `edits` random substitutions, insertions or deletions."""
-    out = list(seq)
-    for _ in range(edits):
-        kind = rng.integers(3)
-        at = int(rng.integers(len(out)))
-        if kind == 0:
-            out[at] = (out[at] + 1 + int(rng.integers(3))) % 4
-        elif kind == 1:
-            out.insert(at, int(rng.integers(4)))
-        else:
-            del out[at]
-    return np.array(out, dtype=np.uint8)
 
 
 def naive_map(contigs: list[np.ndarray], reads: list[np.ndarray], k: int) -> list[Hit]:

@@ -43,7 +43,7 @@ def test_filter_params_derived_sizes():
     "args, message",
     [
         (("##-", 3, 1, 1), "start and end"),
-        (("#" * 11, 3, 1, 1), "weight 11"),
+        (("#" * 13, 3, 1, 1), "weight 13"),
         (("###", 0, 0, 1), "neighborhood length"),
         (("###", 3, 4, 1), "neighborhood errors"),
         (("###", 3, 1, 0), "step"),
