@@ -106,8 +106,13 @@ class Filter:
         row = np.repeat(np.arange(n, dtype=np.uint32), written)
         index = np.arange(int(written.sum())) + np.repeat(offsets[:-1] - np.cumsum(written) + written, written)
         start = found[index]
-        if unsorted.any():
-            return unique_candidates(row, start)
+        if unsorted.any():  # de-duplicate those rows alone, then merge the two runs sorted by row
+            loose = np.repeat(unsorted, written)
+            fixed = unique_candidates(row[loose], start[loose])
+            row = np.concatenate((row[~loose], fixed.row))
+            start = np.concatenate((start[~loose], fixed.start))
+            order = np.argsort(row, kind="stable")
+            row, start = row[order], start[order]
         return Candidates(row, start)
 
 
