@@ -55,11 +55,10 @@ class Stats:
 class Mapper:
     """Maps batches of reads against a loaded index on one device."""
 
-    def __init__(self, index: Index, device: Device, k: int, log=lambda message: None):
+    def __init__(self, index: Index, device: Device, k: int):
         self.index = index
         self.device = device
         self.k = k
-        self.log = log
         ref = index.reference
         self.contig_offsets = ref.offsets
         self.genome_codes = ref.codes
