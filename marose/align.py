@@ -11,8 +11,9 @@ with Myers' bit-vector algorithm (Myers 1999, blocks of 64 rows) on numpy
 uint64 words, vectorized across many (read, text) lanes at once.
 
 Loci: the end positions with ``D <= k`` form maximal runs of consecutive
-positions; each run is one locus, reported at the leftmost position of minimal
-D in the run.
+positions; each run is one locus, reported at the rightmost position of minimal
+D in the run (of tied ends, the one whose alignment is not cut short by trailing
+insertions: 40M rather than 39M1I).
 
 Canonical traceback: for a locus end e, the whole read is aligned against a
 suffix ending exactly at e of ``t[max(0, e - (L + k) + 1)..e]``. Walking back
@@ -319,7 +320,7 @@ def _locus_firsts(keys: np.ndarray, pos: np.ndarray, dist: np.ndarray) -> np.nda
     breaks = np.ones(pos.shape[0], dtype=bool)
     breaks[1:] = (np.diff(pos) != 1) | (np.diff(keys) != 0)
     run = np.cumsum(breaks)
-    order = np.lexsort((pos, dist, run))
+    order = np.lexsort((-pos, dist, run))  # ties: the rightmost end, which no trailing insertion cuts short
     first = np.ones(order.shape[0], dtype=bool)
     first[1:] = run[order][1:] != run[order][:-1]
     return order[first]
@@ -331,7 +332,7 @@ def loci_from_hits(
     """Loci of sparse hits sorted by (key, pos): (key, end, dist) per locus.
 
     Hits of one key at consecutive positions form one locus, reported at its
-    leftmost position of minimal distance.
+    rightmost position of minimal distance.
     """
     keys, pos, dist = (np.asarray(a, dtype=np.int64) for a in (keys, pos, dist))
     pick = _locus_firsts(keys, pos, dist)
@@ -342,7 +343,7 @@ def loci_from_distances(d: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Loci of an end-distance array within k edits: (ends, dists) int64 arrays.
 
     Positions with D <= k form maximal runs of consecutive positions; each run
-    is reported at its leftmost position of minimal D.
+    is reported at its rightmost position of minimal D.
     """
     d = np.asarray(d)
     pos = np.flatnonzero(d <= k)

@@ -173,18 +173,18 @@ def d_array(values: list[int]) -> np.ndarray:
 def test_loci_runs_and_ties() -> None:
     d = d_array([255, 3, 2, 2, 3, 255, 1, 255, 0, 0])
     ends, dists = loci_from_distances(d, 3)
-    assert ends.tolist() == [2, 6, 8] and dists.tolist() == [2, 1, 0]
+    assert ends.tolist() == [3, 6, 9] and dists.tolist() == [2, 1, 0]  # ties: the rightmost end
     ends, dists = loci_from_distances(d, 2)
-    assert ends.tolist() == [2, 6, 8] and dists.tolist() == [2, 1, 0]
+    assert ends.tolist() == [3, 6, 9] and dists.tolist() == [2, 1, 0]
     ends, dists = loci_from_distances(d, 1)
-    assert ends.tolist() == [6, 8] and dists.tolist() == [1, 0]
+    assert ends.tolist() == [6, 9] and dists.tolist() == [1, 0]
     ends, dists = loci_from_distances(d, 0)
-    assert ends.tolist() == [8] and dists.tolist() == [0]
+    assert ends.tolist() == [9] and dists.tolist() == [0]
 
 
 def test_loci_edges_and_valleys() -> None:
     ends, dists = loci_from_distances(d_array([1, 2, 0, 2, 0, 1]), 2)
-    assert ends.tolist() == [2] and dists.tolist() == [0]
+    assert ends.tolist() == [4] and dists.tolist() == [0]
     ends, dists = loci_from_distances(d_array([0, 255, 255, 4, 5]), 5)
     assert ends.tolist() == [0, 3] and dists.tolist() == [0, 4]
     ends, dists = loci_from_distances(d_array([255, 255]), 3)
@@ -198,7 +198,7 @@ def test_loci_from_hits_splits_keys() -> None:
         np.array([0, 0, 1, 1, 1]), np.array([4, 5, 6, 7, 9]), np.array([2, 1, 1, 1, 0])
     )
     assert keys.tolist() == [0, 1, 1]
-    assert ends.tolist() == [5, 6, 9]
+    assert ends.tolist() == [5, 7, 9]
     assert dists.tolist() == [1, 1, 0]
 
 
@@ -349,3 +349,12 @@ def test_md_nm_agree_with_samtools(tmp_path: Path) -> None:
     assert len(tags) == len(records)
     for i, (_, aln) in enumerate(records):
         assert tags[f"r{i}"] == (aln.md, aln.nm)
+
+
+def test_a_substitution_at_the_read_end_is_not_read_as_an_insertion() -> None:
+    text = encode("GATTACAGATTACACCGT")
+    read = encode("GATTACAGATTACACCGA")  # last base substituted: 18M (1 edit) ties 17M1I
+    d = end_distances(read, text, 1)
+    ends, dists = loci_from_distances(d, 1)
+    assert ends.tolist() == [17] and dists.tolist() == [1]
+    assert traceback(read, text, 17, 1).cigar == "18M"
