@@ -162,14 +162,38 @@ def gold_standard_steps(ctx: Context, read_set: ReadSet, reads: str, gsi: str) -
     return first, second
 
 
-def build_gold_standard(runner: Runner, ctx: Context, read_set: ReadSet, reads: str, gsi: str, log: str) -> dict:
-    """Build gsi (unless present); returns the RazerS 3 run's measurement and the commands."""
+def loci_per_read(sam_path: str) -> dict[str, int]:
+    """Mapped records per read name in a SAM file (the gold all-mapping: one per locus)."""
+    counts: dict[str, int] = {}
+    with open(sam_path) as sam:
+        for line in sam:
+            if line.startswith("@"):
+                continue
+            name, flag = line.split("\t", 2)[:2]
+            if not int(flag) & 4:
+                counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def build_gold_standard(runner: Runner, ctx: Context, read_set: ReadSet, reads: str, gsi: str, log: str,
+                        max_hits: int) -> dict:
+    """Build gsi (unless present); returns the RazerS 3 run's measurement, the commands, and how
+    many reads have more loci than a tool capped at max_hits reports."""
     base = gsi[: -len(".gsi")]
     first, second = gold_standard_steps(ctx, read_set, reads, gsi)
     sort_text = f"samtools sort -o {base}.bam {base}.prep.sam"
     commands = [s.text() for s in first] + [sort_text] + [s.text() for s in second]
-    if os.path.exists(gsi):
-        return {"commands": commands, "reused": True}
+    info: dict = {"commands": commands, "reused": os.path.exists(gsi)}
+    if not info["reused"]:
+        info.update(_build(runner, first, second, base, gsi, log))
+    if os.path.exists(base + ".sam"):
+        counts = loci_per_read(base + ".sam")
+        info.update(loci=sum(counts.values()), reads=len(counts),
+                    over_cap=sum(1 for n in counts.values() if n > max_hits), max_hits=max_hits)
+    return info
+
+
+def _build(runner: Runner, first: list[Step], second: list[Step], base: str, gsi: str, log: str) -> dict:
     razers = runner.run(first[:1], log)
     if not razers.ok:
         raise RuntimeError(f"RazerS 3 gold mapping failed; see {log}")
@@ -180,7 +204,7 @@ def build_gold_standard(runner: Runner, ctx: Context, read_set: ReadSet, reads: 
         raise RuntimeError(f"rabema_build_gold_standard failed; see {log}")
     for suffix in (".prep.sam", ".bam"):
         os.remove(base + suffix)
-    return {"commands": commands, "reused": False, "wall": razers.wall, "peak_mib": razers.peak_mib}
+    return {"wall": razers.wall, "peak_mib": razers.peak_mib}
 
 
 RABEMA_FIELDS = {

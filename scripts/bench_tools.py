@@ -49,6 +49,7 @@ class Measured:
     ok: bool = True
     size: int = 0  # bytes of the index a build wrote
     commands: list[str] = field(default_factory=list)
+    reused: bool = False  # measured by an earlier run (scripts/bench --reuse-index)
 
 
 def _quote(arg: str) -> str:
