@@ -3,7 +3,7 @@
  * distance E of b_i in the perfect hash of s_i and emits the read start of each genome position
  * found. Two kernels: filter_count counts what each work-item will emit, the host allocates, and
  * filter_emit writes the candidates, sorted and de-duplicated in local memory: by rank when
- * there are at most WG of them, else by a radix sort (reads with more than CAP candidates are
+ * there are at most 4 WG of them, else by a radix sort (reads with more than CAP candidates are
  * written unsorted and flagged for the host).
  *
  * Needs murmur3.cl and phf.cl. Defines: SPAN, LN, SEED_MASK (bit j set where the mask has '#'),
@@ -175,14 +175,16 @@ inline __local uint *radix_sort(__local uint *src, __local uint *dst, uint n, __
     return src;
 }
 
-/* Sort of at most WG keys by rank, one key per work-item: fewer barriers than the radix sort
- * for the few candidates most reads have. */
+/* Sort of at most RANK_SORT_MAX keys by rank, work-item lid ranking keys lid, lid + WG, ...:
+ * fewer barriers than the radix sort for the few candidates most reads have. */
+#define RANK_SORT_MAX (4 * WG)
+
 inline __local uint *rank_sort(__local uint *src, __local uint *dst, uint n, uint lid)
 {
-    if (lid < n) {
-        uint key = src[lid], rank = 0;
+    for (uint i = lid; i < n; i += WG) {
+        uint key = src[i], rank = 0;
         for (uint j = 0; j < n; ++j)
-            rank += src[j] < key || (src[j] == key && j < lid);
+            rank += src[j] < key || (src[j] == key && j < i);
         dst[rank] = key;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -231,8 +233,8 @@ void filter_emit(__global const uchar *reads, __global const uint *read_offset,
             out_count[r] = total | 0x80000000u;  /* unsorted: the host de-duplicates */
         return;
     }
-    __local uint *sorted = total <= WG ? rank_sort(keys_a, keys_b, total, lid)
-                                       : radix_sort(keys_a, keys_b, total, hist, buf, lid);
+    __local uint *sorted = total <= RANK_SORT_MAX ? rank_sort(keys_a, keys_b, total, lid)
+                                                  : radix_sort(keys_a, keys_b, total, hist, buf, lid);
     uint chunk = (total + WG - 1) / WG;
     uint lo = min(total, lid * chunk), hi = min(total, lo + chunk);
     uint n_unique = 0;

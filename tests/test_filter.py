@@ -120,3 +120,31 @@ def test_strands_reverse_complement_each_read():
     assert strands.codes[1].tolist() == [1, 2, 3, 4, 4]
     assert strands.codes[3].tolist() == [1, 2, 3, 0, 0]
     assert strands.lengths.tolist() == [3, 3, 5, 5]
+
+
+def test_reads_sorted_by_rank_and_by_radix_agree_with_the_twin(tmp_path, device):
+    rng = np.random.default_rng(12)
+    repeat, other = "ACGTTGCAAGT" * 6, "TTAGGCATCCAG" * 20
+    path = write_fasta(tmp_path / "g.fa", {"a": random_dna(rng, 3000) + repeat + random_dna(rng, 3000),
+                                           "b": other + random_dna(rng, 500)})
+    ref = read_fasta(path)
+    params = IndexParams("#####", 5, 1 << 26)
+    seg = build_segment(ref, 0, ref.total_length, params)
+    reads = [encode(repeat[:40]), encode(other[:60]), encode(random_dna(rng, 40))]
+    codes = np.full((3, 60), N_CODE, dtype=np.uint8)
+    for i, r in enumerate(reads):
+        codes[i, : r.size] = r
+    strands = Strands.from_reads(codes, np.array([r.size for r in reads]))
+    filt = Filter(device, params, 0, ref.total_length, ref.offsets)
+    got = filt.run(lookup.upload(device, seg), strands, filt.upload(strands, np.ones(strands.n)))
+    want = reference_filter([seg], params, strands, 0, 1, ref.offsets)
+    assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
+    raw = []
+    for r in (0, 2):  # forward strands of the two repeat reads: raw hits before de-duplication
+        read = strands.codes[r, : strands.lengths[r]]
+        offsets = pattern_offsets(read.size, params.width, 1)
+        seeds = [int(np.sum(read[o : o + 5].astype(np.int64) << (2 * np.arange(5)[::-1]))) for o in offsets]
+        keys = [int(np.sum(read[o + 5 : o + 10].astype(np.int64) << (2 * np.arange(5)[::-1]))) for o in offsets]
+        begin, end = query.slot_ranges(seg, np.array(seeds), np.array(keys, dtype=np.uint32))
+        raw.append(int(np.sum(end - begin)))
+    assert 64 < raw[0] <= 256 < raw[1] <= local_capacity(device)  # one rank sort, one radix sort
