@@ -7,28 +7,19 @@
  * 0 everywhere (free start in the window), so the first word gets no carry. A base code above
  * 3 (N) matches nothing: its match mask is empty, in the read and in the genome.
  *
- * Windows are at most 2^24 bases (an end's column is kept in 24 bits).
  * Needs -D MAX_WORDS=: reads up to 64 * MAX_WORDS bases. */
 
 #define WORD_BITS 64u
 #define NO_HIT 255
 
-/* Scans candidate c's window; each end j with D <= k goes to row[j] (dense, 255 elsewhere) when
- * row is given, else is appended to hits as the pair (c, j << 8 | D) (hits past capacity are
- * counted only). */
-inline void scan_window(uint c, __global const uchar *read_codes, __global const uint *read_offset,
-                        __global const uint *read_length, __global const uchar *genome,
-                        __global const uint *cand_read, __global const uint *cand_start,
-                        __global const uint *cand_len, uint width, uint k, __global uchar *row,
-                        __global uint *hits, volatile __global uint *n_hits, uint capacity)
+/* Myers' scan of a whole read against text[0, size): each end j with D <= k goes to row[j]
+ * (dense, 255 elsewhere) when row is given, else is appended to hits as the three words
+ * (tag, base + j, D); hits past capacity are counted only. */
+inline void scan(__global const uchar *read, uint length, __global const uchar *text, uint size,
+                 uint width, uint k, __global uchar *row, uint tag, uint base, __global uint *hits,
+                 volatile __global uint *n_hits, uint capacity)
 {
-    uint r = cand_read[c];
-    uint length = read_length[r];
     uint words = (length + WORD_BITS - 1u) / WORD_BITS;
-    __global const uchar *read = read_codes + read_offset[r];
-    __global const uchar *text = genome + cand_start[c];
-    uint size = min(cand_len[c], width);
-
     ulong peq[MAX_WORDS * 4], pv[MAX_WORDS], mv[MAX_WORDS];
     for (uint w = 0; w < words; ++w) {
         pv[w] = ~0UL;
@@ -45,11 +36,11 @@ inline void scan_window(uint c, __global const uchar *read_codes, __global const
     uint last = (length - 1u) % WORD_BITS;
     int score = (int)length;
     for (uint j = 0; j < size; ++j) {
-        uchar base = text[j];
+        uchar base_code = text[j];
         ulong hp = 0UL, hm = 0UL;  /* horizontal +1 / -1 entering the current word */
         for (uint w = 0; w < words; ++w) {
             ulong p = pv[w], m = mv[w];
-            ulong eq = base < 4 ? peq[w * 4u + base] : 0UL;
+            ulong eq = base_code < 4 ? peq[w * 4u + base_code] : 0UL;
             ulong xv = eq | m;
             eq |= hm;
             ulong xh = (((eq & p) + p) ^ p) | eq;
@@ -70,8 +61,9 @@ inline void scan_window(uint c, __global const uchar *read_codes, __global const
         else if (score <= (int)k) {
             uint at = atomic_inc(n_hits);
             if (at < capacity) {
-                hits[2 * at] = c;
-                hits[2 * at + 1] = (j << 8) | (uint)score;
+                hits[3 * at] = tag;
+                hits[3 * at + 1] = base + j;
+                hits[3 * at + 2] = (uint)score;
             }
         }
     }
@@ -80,27 +72,68 @@ inline void scan_window(uint c, __global const uchar *read_codes, __global const
             row[j] = NO_HIT;
 }
 
-__kernel void end_distances(__global const uchar *read_codes, __global const uint *read_offset,
-                            __global const uint *read_length, __global const uchar *genome,
-                            __global const uint *cand_read, __global const uint *cand_start,
-                            __global const uint *cand_len, uint n, uint width, uint k,
-                            __global uchar *out)
+#define WINDOW_ARGS __global const uchar *read_codes, __global const uint *read_offset, \
+                    __global const uint *read_length, __global const uchar *genome, \
+                    __global const uint *cand_read, __global const uint *cand_start, \
+                    __global const uint *cand_len, uint n, uint width, uint k
+
+/* One window per candidate, given by the host. */
+__kernel void end_distances(WINDOW_ARGS, __global uchar *out)
 {
     uint c = get_global_id(0);
-    if (c < n)
-        scan_window(c, read_codes, read_offset, read_length, genome, cand_read, cand_start, cand_len,
-                    width, k, out + (size_t)c * width, 0, 0, 0u);
+    if (c < n) {
+        uint r = cand_read[c];
+        scan(read_codes + read_offset[r], read_length[r], genome + cand_start[c], min(cand_len[c], width),
+             width, k, out + (size_t)c * width, 0u, 0u, 0, 0, 0u);
+    }
 }
 
-/* The ends within k edits of every window, as a list: count them all, keep the first capacity. */
-__kernel void end_hits(__global const uchar *read_codes, __global const uint *read_offset,
-                       __global const uint *read_length, __global const uchar *genome,
-                       __global const uint *cand_read, __global const uint *cand_start,
-                       __global const uint *cand_len, uint n, uint width, uint k,
-                       __global uint *hits, volatile __global uint *n_hits, uint capacity)
+/* The ends within k edits of every window, as (candidate, column, D): count them all, keep the
+ * first capacity. */
+__kernel void end_hits(WINDOW_ARGS, __global uint *hits, volatile __global uint *n_hits, uint capacity)
 {
     uint c = get_global_id(0);
-    if (c < n)
-        scan_window(c, read_codes, read_offset, read_length, genome, cand_read, cand_start, cand_len,
-                    width, k, 0, hits, n_hits, capacity);
+    if (c < n) {
+        uint r = cand_read[c];
+        scan(read_codes + read_offset[r], read_length[r], genome + cand_start[c], min(cand_len[c], width),
+             width, k, 0, c, 0u, hits, n_hits, capacity);
+    }
+}
+
+/* Largest i with bounds[i] <= x, for ascending bounds[0..n]. */
+inline uint last_at_most(__global const uint *bounds, uint n, uint x)
+{
+    uint lo = 0, hi = n + 1u;
+    while (hi - lo > 1u) {
+        uint mid = (lo + hi) / 2u;
+        if (bounds[mid] <= x)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The filter's candidates straight from the device (see marose/filter.py, Filter.emit): entry i
+ * of the buffer belongs to the row whose [offset, offset + count) holds it; its window is
+ * [start - k, start + L + k) cut to the contig of start. Hits are (row, genome end, D). */
+__kernel void row_hits(__global const uchar *read_codes, __global const uint *read_offset,
+                       __global const uint *read_length, __global const uchar *genome,
+                       __global const uint *starts, __global const uint *row_offset,
+                       __global const uint *row_count, uint n_rows, uint n_entries,
+                       __global const uint *contig_start, uint n_contigs, uint k,
+                       __global uint *hits, volatile __global uint *n_hits, uint capacity)
+{
+    uint i = get_global_id(0);
+    if (i >= n_entries)
+        return;
+    uint r = last_at_most(row_offset, n_rows, i);
+    if (r >= n_rows || i - row_offset[r] >= (row_count[r] & 0x7fffffffu))
+        return;
+    uint start = starts[i], length = read_length[r];
+    uint c = last_at_most(contig_start, n_contigs, start);
+    uint first = start - contig_start[c] >= k ? start - k : contig_start[c];
+    uint end = min(contig_start[c + 1], start + length + k);
+    scan(read_codes + read_offset[r], length, genome + first, end - first, 0u, k, 0, r, first, hits,
+         n_hits, capacity);
 }

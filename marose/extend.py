@@ -132,25 +132,50 @@ def end_distances(device: Device, reads: ReadsLike, genome_buffer, cand_read: np
     return device.read(out, np.uint8, n * width).reshape(n, width)
 
 
+def _collect_hits(device: Device, run, expected: int) -> np.ndarray:
+    """(n, 3) uint32 hits of a hit-listing kernel launch run(hits, counter, capacity). The kernel
+    counts every hit as it writes; when they outgrow the room made for them it runs again with
+    room for all."""
+    capacity = max(1, int(expected))
+    while True:
+        hits, counter = device.empty(12 * capacity), device.zeros(4)
+        run(hits, counter, np.uint32(capacity))
+        total = int(device.read(counter, np.uint32, 1)[0])
+        if total <= capacity:
+            return device.read(hits, np.uint32, 3 * total).reshape(total, 3)
+        capacity = total
+
+
 def end_hits(device: Device, reads: ReadsLike, genome_buffer, cand_read: np.ndarray, cand_start: np.ndarray,
              cand_len: np.ndarray, k: int, expected: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The (candidate, window column, distance) of every D <= k that end_distances would give,
-    sorted by candidate then column. The kernel counts them as it writes; when there are more
-    than the room made for them (expected, by default 4 per window) it runs again with room for all."""
+    sorted by candidate then column (room is made for expected of them, by default 4 a window)."""
     arguments, n, width, defines = _windows(device, reads, genome_buffer, cand_read, cand_start, cand_len, k)
     kernel = device.kernel(DISTANCES, "end_hits", defines)
-    capacity = max(1, 4 * n if expected is None else int(expected))
-    while True:
-        hits, counter = device.empty(8 * capacity), device.zeros(4)
-        device.launch(kernel, groups(n, 64), None, *arguments, hits, counter, np.uint32(capacity))
-        total = int(device.read(counter, np.uint32, 1)[0])
-        if total <= capacity:
-            break
-        capacity = total
-    found = device.read(hits, np.uint32, 2 * total).reshape(total, 2)
-    found = found[np.lexsort((found[:, 1], found[:, 0]))]
-    return (found[:, 0].astype(np.int64), (found[:, 1] >> 8).astype(np.int64),
-            (found[:, 1] & 0xFF).astype(np.int64))
+    found = _collect_hits(device, lambda *out: device.launch(kernel, groups(n, 64), None, *arguments, *out),
+                          4 * n if expected is None else expected)
+    found = found[np.lexsort((found[:, 1], found[:, 0]))].astype(np.int64)
+    return found[:, 0], found[:, 1], found[:, 2]
+
+
+def row_hits(device: Device, reads: DeviceReads, genome_buffer, candidates, contig_start_buffer, n_contigs: int,
+             k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, genome end, distance) of every end within k edits in the windows of a filter's
+    candidates left on the device (filter.DeviceCandidates): a candidate starting at p is the
+    window [p - k, p + L + k) cut to p's contig. Unordered; a row's duplicate candidates (rows
+    the filter could not de-duplicate) repeat their hits."""
+    _check_k(k)
+    n = candidates.size
+    if n == 0:
+        return (np.empty(0, np.int64),) * 3
+    longest = int(reads.lengths.max())
+    kernel = device.kernel(DISTANCES, "row_hits", {"MAX_WORDS": max_words(longest)})
+    arguments = (*reads.buffers, genome_buffer, candidates.buffer, candidates.offsets_buffer, candidates.count,
+                 np.uint32(candidates.n_rows), np.uint32(n), contig_start_buffer, np.uint32(n_contigs),
+                 np.uint32(k))
+    found = _collect_hits(device, lambda *out: device.launch(kernel, groups(n, 64), None, *arguments, *out),
+                          (2 * k + 1) * n // 4).astype(np.int64)
+    return found[:, 0], found[:, 1], found[:, 2]
 
 
 def slice_starts(loci_end: np.ndarray, read_length: np.ndarray, contig_start: np.ndarray,

@@ -82,25 +82,35 @@ class Filter:
         return (d.to_device(strands.codes.reshape(-1)), d.to_device(strands.offsets),
                 d.to_device(lengths.astype(np.uint32)), d.to_device(np.asarray(steps, dtype=np.uint32)))
 
-    def run(self, seg: DeviceSegment, strands: Strands, reads_on_device: tuple) -> Candidates:
-        d, n = self.device, strands.n
-        if n == 0:
-            return Candidates(np.empty(0, np.uint32), np.empty(0, np.uint32))
-        global_size = (n * WORK_GROUP,)
+    def emit(self, seg: DeviceSegment, n: int, reads_on_device: tuple) -> "DeviceCandidates":
+        """Candidates of n rows left on the device: row r's are the first count[r] entries at
+        offset[r] of the buffer, sorted and unique unless count[r] has the UNSORTED bit."""
+        d = self.device
+        global_size = (max(n, 1) * WORK_GROUP,)
         item_count, read_count = d.empty(4 * n * WORK_GROUP), d.empty(4 * n)
         d.launch(self.count_kernel, global_size, (WORK_GROUP,), *reads_on_device,
                  *seg.tables, item_count, read_count)
         counts = d.read(read_count, np.uint32, n).astype(np.int64)
         offsets = np.concatenate(([0], np.cumsum(counts)))
-        total = int(offsets[-1])
-        if total >= 2**32:
+        if offsets[-1] >= 2**32:
             raise MemoryError("too many candidates in one batch; use a smaller batch size")
-        candidates, out_count = d.empty(4 * total), d.empty(4 * n)
+        offsets = offsets.astype(np.uint32)
+        candidates, out_count = d.empty(4 * int(offsets[-1])), d.empty(4 * n)
+        offsets_on_device = d.to_device(offsets)
         d.launch(self.emit_kernel, global_size, (WORK_GROUP,), *reads_on_device,
                  *seg.tables, seg.positions, self.contig_start, self.n_contigs, item_count,
-                 d.to_device(offsets[:-1].astype(np.uint32)), candidates, out_count)
-        found = d.read(candidates, np.uint32, total)
-        written = d.read(out_count, np.uint32, n)
+                 offsets_on_device, candidates, out_count)
+        return DeviceCandidates(candidates, offsets_on_device, out_count, offsets)
+
+    def run(self, seg: DeviceSegment, strands: Strands, reads_on_device: tuple) -> Candidates:
+        """The candidates of every row on the host, sorted by row then start, unique."""
+        n = strands.n
+        if n == 0:
+            return Candidates(np.empty(0, np.uint32), np.empty(0, np.uint32))
+        on_device = self.emit(seg, n, reads_on_device)
+        d, offsets = self.device, on_device.offsets
+        found = d.read(on_device.buffer, np.uint32, int(offsets[-1]))
+        written = d.read(on_device.count, np.uint32, n)
         unsorted = (written & UNSORTED) != 0
         written = (written & ~UNSORTED).astype(np.int64)
         row = np.repeat(np.arange(n, dtype=np.uint32), written)
@@ -114,6 +124,25 @@ class Filter:
             order = np.argsort(row, kind="stable")
             row, start = row[order], start[order]
         return Candidates(row, start)
+
+
+@dataclass
+class DeviceCandidates:
+    """A filter's output left on the device (see Filter.emit)."""
+
+    buffer: object  # uint32 read starts
+    offsets_buffer: object  # uint32 per row + 1
+    count: object  # uint32 per row, UNSORTED bit where the row was not de-duplicated
+    offsets: np.ndarray  # host copy of offsets_buffer
+
+    @property
+    def n_rows(self) -> int:
+        return self.offsets.size - 1
+
+    @property
+    def size(self) -> int:
+        """Entries in the buffer (an upper bound on the candidates)."""
+        return int(self.offsets[-1])
 
 
 def unique_candidates(row: np.ndarray, start: np.ndarray) -> Candidates:

@@ -15,7 +15,7 @@ from . import extend, lookup
 from .align import loci_from_hits
 from .device import Device
 from .dna import N_CODE
-from .filter import Candidates, Filter, Strands, unique_candidates
+from .filter import UNSORTED, DeviceCandidates, Filter, Strands
 from .params import Choice, choose_filter
 from .reads import ReadBatch
 from .sam import Hits
@@ -68,7 +68,7 @@ class Mapper:
         self.repeat_occupancy = sum_sq / max(1, self.n_positions)
         self.resident = self._fits_on_device()
         self.on_device = [lookup.upload(device, s) for s in index.segments] if self.resident else None
-        self.extend_bytes = min(device.device.max_mem_alloc_size, device.device.global_mem_size // 8)
+        self.contig_start = device.to_device(ref.offsets.astype(np.uint32))
         self.filters: dict[int, Filter] = {}
         self.choices: dict[int, Choice] = {}
         self.stats = Stats()
@@ -136,13 +136,14 @@ class Mapper:
             strands = Strands.from_reads(codes, lengths)
         with self.stats.timing("filter"):
             candidates = self._candidates(strands, np.repeat(mappable, 2))
-        self.stats.candidates += candidates.row.size
         hits = self._extend(strands, candidates)
         n_loci = np.bincount(hits.read, minlength=n)
         self._count(n, n_loci, hits)
         return hits, n_loci
 
-    def _candidates(self, strands: Strands, active: np.ndarray) -> Candidates:
+    def _candidates(self, strands: Strands, active: np.ndarray) -> list[DeviceCandidates]:
+        """The filter's candidates of the active rows, left on the device: one list for each
+        neighborhood error count e in use and each segment."""
         rows_e = np.full(strands.n, -1)
         steps = np.ones(strands.n, dtype=np.uint32)
         for length in np.unique(strands.lengths[active]):
@@ -155,21 +156,15 @@ class Mapper:
         for e in np.unique(rows_e[rows_e >= 0]):
             filt = self.filter(int(e))
             reads_on_device = filt.upload(strands, steps, rows_e == e)
-            found.extend(filt.run(seg, strands, reads_on_device) for seg in self.segments())
-        if len(found) == 1:
-            return found[0]
-        if not found:
-            return Candidates(np.empty(0, np.uint32), np.empty(0, np.uint32))
-        return unique_candidates(np.concatenate([c.row for c in found]), np.concatenate([c.start for c in found]))
+            found.extend(filt.emit(seg, strands.n, reads_on_device) for seg in self.segments())
+        return found
 
-    def _extend(self, strands: Strands, candidates: Candidates) -> Hits:
+    def _extend(self, strands: Strands, candidates: list[DeviceCandidates]) -> Hits:
         """Loci within k edits from the candidates' windows, with their canonical alignments."""
         with self.stats.timing("extend"):
             reads = extend.upload_reads(self.device, (strands.codes.reshape(-1), strands.offsets,
                                                       np.maximum(strands.lengths, 1)))
-            parts = [self._loci(reads, strands, part) for part in self._extend_chunks(strands, candidates)]
-            key, end, dist = (np.concatenate(arrays) for arrays in zip(*parts)) if parts else \
-                (np.empty(0, np.int64),) * 3
+            key, end, dist = self._loci(reads, strands, candidates)
         n_contigs = self.contig_offsets.size - 1
         row, contig = key // n_contigs, key % n_contigs
         with self.stats.timing("traceback"):
@@ -186,41 +181,29 @@ class Mapper:
                     dist=dist[order], cigar=[cigars[i] for i in order], md=[mds[i] for i in order],
                     nm=nm[order])
 
-    def _extend_chunks(self, strands: Strands, candidates: Candidates):
-        """The candidates in pieces whose distance rows fit the device's memory budget for
-        them; a read strand's candidates stay together."""
-        width = int(strands.lengths.max(initial=1)) + 2 * self.k
-        per_chunk = max(1, self.extend_bytes // width)
-        row = candidates.row
-        begin = 0
-        while begin < row.size:
-            end = min(row.size, begin + per_chunk)
-            if end < row.size:  # cut before the row at the cut, or after it if it fills the chunk
-                cut = int(np.searchsorted(row, row[end], side="left"))
-                end = cut if cut > begin else int(np.searchsorted(row, row[end], side="right"))
-            yield Candidates(row[begin:end], candidates.start[begin:end])
-            begin = end
-
-    def _loci(self, reads, strands: Strands, candidates: Candidates):
+    def _loci(self, reads, strands: Strands, candidates: list[DeviceCandidates]):
         """(row × n_contigs + contig, end, distance) of each locus: the runs of window ends within k
         edits, merged over all windows of a read strand."""
-        k, offsets = self.k, self.contig_offsets
-        row = candidates.row.astype(np.int64)
-        read_length = strands.lengths[row].astype(np.int64)
-        start = candidates.start.astype(np.int64)
-        contig = np.searchsorted(offsets, start, side="right") - 1
-        window_start = np.maximum(offsets[contig], start - k)
-        window_end = np.minimum(offsets[contig + 1], start + read_length + k)
-        self.stats.cells += int(np.sum(read_length * (window_end - window_start)))
-        cand, column, d = extend.end_hits(self.device, reads, self.genome, row, window_start,
-                                          window_end - window_start, k, expected=(2 * k + 1) * row.size // 4)
-        end = window_start[cand] + column
-        key = row[cand] * (offsets.size - 1) + contig[cand]
+        offsets, n_contigs = self.contig_offsets, self.contig_offsets.size - 1
+        found = [extend.row_hits(self.device, reads, self.genome, c, self.contig_start, n_contigs, self.k)
+                 for c in candidates]
+        self._count_candidates(strands, candidates)
+        row, end, d = (np.concatenate(parts) for parts in zip(*found)) if found else (np.empty(0, np.int64),) * 3
+        key = row * n_contigs + np.searchsorted(offsets, end, side="right") - 1
         order = np.lexsort((d, end, key))
         key, end, d = key[order], end[order], d[order]
         first = np.ones(key.size, dtype=bool)
         first[1:] = (key[1:] != key[:-1]) | (end[1:] != end[:-1])
         return loci_from_hits(key[first], end[first], d[first])
+
+    def _count_candidates(self, strands: Strands, candidates: list[DeviceCandidates]) -> None:
+        """Candidates per row as the filter wrote them, and the cells of their windows (read length
+        times L + 2k; windows cut at contig ends hold fewer), for the statistics."""
+        for c in candidates:
+            per_row = (self.device.read(c.count, np.uint32, c.n_rows) & ~UNSORTED).astype(np.int64)
+            length = strands.lengths.astype(np.int64)
+            self.stats.candidates += int(per_row.sum())
+            self.stats.cells += int(np.sum(per_row * length * (length + 2 * self.k)))
 
     def _count(self, n: int, n_loci: np.ndarray, hits: Hits) -> None:
         self.stats.reads += n

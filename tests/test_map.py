@@ -270,18 +270,3 @@ def test_devices_lists_the_cpu_device(capsys):
     assert cli.main(["devices"]) == 0
     assert "0:0" in capsys.readouterr().out
 
-
-def test_extend_in_small_pieces_gives_the_same_hits(lambda_index, device):
-    from indexer import store
-    from marose.mapper import Mapper
-    from marose.reads import read_batches
-
-    index = store.load(lambda_index)
-    reads = simulate(index.reference, 40, 70, 3, np.random.default_rng(9))
-    batch = next(read_batches(write_reads(os.path.join(os.path.dirname(lambda_index), "p.fq"), reads), 100))
-    whole = Mapper(index, device, 3).map_batch(batch)
-    pieces = Mapper(index, device, 3)
-    pieces.extend_bytes = 300  # a few windows per piece
-    split = pieces.map_batch(batch)
-    assert whole[0].cigar == split[0].cigar and np.array_equal(whole[0].pos, split[0].pos)
-    assert np.array_equal(whole[1], split[1]) and len(whole[0].cigar) >= 40
