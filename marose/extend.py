@@ -293,3 +293,37 @@ def alignment_strings_batch(ops: np.ndarray, count: np.ndarray, genome_codes: np
     for i in np.flatnonzero(gapped).tolist():
         cigars[i], nm[i], mds[i] = alignment_strings(ops[i], int(count[i]), genome_codes, int(start[i]))
     return cigars, nm, mds
+
+
+SAM_TEXT = ("sam_text.cl",)
+
+
+def _text_rows(rows: np.ndarray, lengths: np.ndarray) -> list[str]:
+    """The first lengths[i] bytes of each row, as strings."""
+    n, width = rows.shape
+    framed = np.full((n, width + 1), ord("\n"), dtype=np.uint8)
+    framed[:, :width] = rows
+    framed[np.arange(n), lengths] = ord("\n")
+    keep = np.arange(width + 1) <= lengths[:, None]
+    return framed[keep].tobytes().decode("ascii").split("\n")[:-1]
+
+
+def alignment_text(device: Device, ops: np.ndarray, count: np.ndarray, start: np.ndarray, genome_buffer,
+                   k: int) -> tuple[list[str], np.ndarray, list[str]]:
+    """alignment_strings_batch computed on the device (cl/sam_text.cl): (CIGARs, NM, MDs)."""
+    n = int(count.size)
+    if n == 0:
+        return [], np.zeros(0, np.int64), []
+    width = 16 * (2 * k + 2)  # room for the numbers and letters of k edits
+    ops = np.ascontiguousarray(ops, dtype=np.uint8)
+    cigar, md = device.empty(n * width), device.empty(n * width)
+    cigar_length, md_length, nm = device.empty(4 * n), device.empty(4 * n), device.empty(4 * n)
+    device.launch(device.kernel(SAM_TEXT, "alignment_text"), groups(n, 64), None, device.to_device(ops),
+                  device.to_device(count.astype(np.uint32)), device.to_device(start.astype(np.uint32)),
+                  genome_buffer, np.uint32(n), np.uint32(ops.shape[1]), np.uint32(width), cigar, cigar_length,
+                  md, md_length, nm)
+    cigars = _text_rows(device.read(cigar, np.uint8, n * width).reshape(n, width),
+                        device.read(cigar_length, np.uint32, n).astype(np.int64))
+    mds = _text_rows(device.read(md, np.uint8, n * width).reshape(n, width),
+                     device.read(md_length, np.uint32, n).astype(np.int64))
+    return cigars, device.read(nm, np.uint32, n).astype(np.int64), mds

@@ -173,7 +173,7 @@ class Mapper:
         if np.any(count == 0):
             raise RuntimeError("a locus found by the extend kernel has no traceback")
         with self.stats.timing("strings"):
-            cigars, nm, mds = extend.alignment_strings_batch(ops, count, self.genome_codes, start)
+            cigars, nm, mds = extend.alignment_text(self.device, ops, count, start, self.genome, self.k)
         read, strand = row // 2, row % 2
         pos = start - self.contig_offsets[contig]
         order = np.lexsort((strand, pos, contig, dist, read))

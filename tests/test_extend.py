@@ -18,6 +18,7 @@ from marose.extend import (
     OP_MISMATCH,
     alignment_strings,
     alignment_strings_batch,
+    alignment_text,
     end_distances,
     end_hits,
     pack_reads,
@@ -122,6 +123,8 @@ def check_tracebacks(device, reads, genome: np.ndarray, loci, k: int,
     start, ops, count = tracebacks(device, reads, device.to_device(genome), loci_read, loci_end,
                                    first, k)
     cigars, nms, mds = alignment_strings_batch(ops, count, genome, start)
+    text_cigars, text_nms, text_mds = alignment_text(device, ops, count, start, device.to_device(genome), k)
+    assert text_cigars == cigars and text_mds == mds and np.array_equal(text_nms, nms)
     for t in range(len(loci_read)):
         offset = contig_start[loci_contig[t]]
         expected = align.traceback(reads[loci_read[t]], contigs[loci_contig[t]],
