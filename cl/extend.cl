@@ -7,7 +7,7 @@
  * 0 everywhere (free start in the window), so the first word gets no carry. A base code above
  * 3 (N) matches nothing: its match mask is empty, in the read and in the genome.
  *
- * Needs -D MAX_WORDS=: reads up to 64 * MAX_WORDS bases. */
+ * Needs search.cl and -D MAX_WORDS=: reads up to 64 * MAX_WORDS bases. */
 
 #define WORD_BITS 64u
 #define NO_HIT 255
@@ -98,20 +98,6 @@ __kernel void end_hits(WINDOW_ARGS, __global uint *hits, volatile __global uint 
         scan(read_codes + read_offset[r], read_length[r], genome + cand_start[c], min(cand_len[c], width),
              width, k, 0, c, 0u, hits, n_hits, capacity);
     }
-}
-
-/* Largest i with bounds[i] <= x, for ascending bounds[0..n]. */
-inline uint last_at_most(__global const uint *bounds, uint n, uint x)
-{
-    uint lo = 0, hi = n + 1u;
-    while (hi - lo > 1u) {
-        uint mid = (lo + hi) / 2u;
-        if (bounds[mid] <= x)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
 }
 
 /* The filter's candidates straight from the device (see marose/filter.py, Filter.emit): entry i

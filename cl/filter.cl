@@ -6,7 +6,7 @@
  * there are at most 4 WG of them, else by a radix sort (reads with more than CAP candidates are
  * written unsorted and flagged for the host).
  *
- * Needs murmur3.cl and phf.cl. Defines: SPAN, LN, SEED_MASK (bit j set where the mask has '#'),
+ * Needs murmur3.cl, phf.cl and search.cl. Defines: SPAN, LN, SEED_MASK (bit j set where the mask has '#'),
  * E (0..3), WG (work-group size), CAP (local candidates), KEY_BITS (bits of a genome position). */
 
 #define WIDTH (SPAN + LN)
@@ -46,20 +46,6 @@ inline uint n_patterns(uint len, uint step)
 inline uint pattern_offset(uint t, uint len, uint step)
 {
     return min(t * step, len - WIDTH);
-}
-
-/* Start of the contig holding genome position q (contig_start has n_contigs + 1 entries). */
-inline uint contig_start_of(uint q, __global const uint *contig_start, uint n_contigs)
-{
-    uint lo = 0, hi = n_contigs;
-    while (hi - lo > 1u) {
-        uint mid = (lo + hi) / 2u;
-        if (contig_start[mid] <= q)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return contig_start[lo];
 }
 
 #define TABLES __global const uint *hash_seed, __global const uint *vertex_offset, \
@@ -207,17 +193,16 @@ void filter_emit(__global const uchar *reads, __global const uint *read_offset,
     __global uint *out = candidates + out_offset[r];
     bool local_sort = total <= CAP;
     uint o;
-    /* the read start of genome position q, kept inside q's contig */
-#define START(q) ((q) - contig_start_of(q, contig_start, n_contigs) >= o ? (q) - o \
-                                                                         : contig_start_of(q, contig_start, n_contigs))
-#define EMIT(range)                                                  \
-    for (uint i = (range).x; i < (range).y; ++i) {                   \
-        uint q = positions[i];                                       \
-        uint start = START(q);                                       \
-        if (local_sort)                                              \
-            keys_a[at++] = start;                                    \
-        else                                                         \
-            out[at++] = start;                                       \
+    /* the read start of each genome position q found, kept inside q's contig */
+#define EMIT(range)                                                                  \
+    for (uint i = (range).x; i < (range).y; ++i) {                                   \
+        uint q = positions[i];                                                       \
+        uint first = contig_start[last_at_most(contig_start, n_contigs, q)];         \
+        uint start = q - first >= o ? q - o : first;                                 \
+        if (local_sort)                                                              \
+            keys_a[at++] = start;                                                    \
+        else                                                                         \
+            out[at++] = start;                                                       \
     }
     for (uint t = lid; t < np; t += WG) {
         o = pattern_offset(t, len, step);
@@ -226,7 +211,6 @@ void filter_emit(__global const uchar *reads, __global const uint *read_offset,
             FOR_EACH_NEIGHBOR(p, EMIT);
     }
 #undef EMIT
-#undef START
     barrier(CLK_LOCAL_MEM_FENCE);
     if (!local_sort) {
         if (lid == 0)

@@ -19,7 +19,7 @@ from .align import NO_HIT, WORD_BITS, n_words
 from .device import Device, groups
 from .dna import N_CODE, decode
 
-DISTANCES = ("extend.cl",)
+DISTANCES = ("search.cl", "extend.cl")
 TRACEBACK = ("traceback.cl",)
 
 # Traceback operations, first to last in a row of ops.
