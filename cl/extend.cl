@@ -72,31 +72,18 @@ inline void scan(__global const uchar *read, uint length, __global const uchar *
             row[j] = NO_HIT;
 }
 
-#define WINDOW_ARGS __global const uchar *read_codes, __global const uint *read_offset, \
-                    __global const uint *read_length, __global const uchar *genome, \
-                    __global const uint *cand_read, __global const uint *cand_start, \
-                    __global const uint *cand_len, uint n, uint width, uint k
-
 /* One window per candidate, given by the host. */
-__kernel void end_distances(WINDOW_ARGS, __global uchar *out)
+__kernel void end_distances(__global const uchar *read_codes, __global const uint *read_offset,
+                            __global const uint *read_length, __global const uchar *genome,
+                            __global const uint *cand_read, __global const uint *cand_start,
+                            __global const uint *cand_len, uint n, uint width, uint k,
+                            __global uchar *out)
 {
     uint c = get_global_id(0);
     if (c < n) {
         uint r = cand_read[c];
         scan(read_codes + read_offset[r], read_length[r], genome + cand_start[c], min(cand_len[c], width),
              width, k, out + (size_t)c * width, 0u, 0u, 0, 0, 0u);
-    }
-}
-
-/* The ends within k edits of every window, as (candidate, column, D): count them all, keep the
- * first capacity. */
-__kernel void end_hits(WINDOW_ARGS, __global uint *hits, volatile __global uint *n_hits, uint capacity)
-{
-    uint c = get_global_id(0);
-    if (c < n) {
-        uint r = cand_read[c];
-        scan(read_codes + read_offset[r], read_length[r], genome + cand_start[c], min(cand_len[c], width),
-             width, k, 0, c, 0u, hits, n_hits, capacity);
     }
 }
 

@@ -99,8 +99,14 @@ def _check_ids(ids: np.ndarray, n_reads: int) -> None:
         raise ValueError("a read id is past the last read")
 
 
-def _windows(device: Device, reads: ReadsLike, genome_buffer, cand_read, cand_start, cand_len, k: int):
-    """Checked window arguments: (reads on the device, uint32 arrays, n, width, MAX_WORDS)."""
+def end_distances(device: Device, reads: ReadsLike, genome_buffer, cand_read: np.ndarray,
+                  cand_start: np.ndarray, cand_len: np.ndarray, k: int) -> np.ndarray:
+    """End distances of each candidate's read in its genome window: (n, W) uint8.
+
+    W is the longest read plus 2k. Row c holds D of read cand_read[c] against
+    genome[cand_start[c] : cand_start[c] + cand_len[c]] (cand_len <= W), 255 where
+    D > k and past the window.
+    """
     _check_k(k)
     batch = upload_reads(device, reads)
     cand_read, cand_start, cand_len = (np.ascontiguousarray(a, dtype=np.uint32)
@@ -113,49 +119,11 @@ def _windows(device: Device, reads: ReadsLike, genome_buffer, cand_read, cand_st
         raise ValueError(f"a window is longer than the longest read plus 2k ({width})")
     if n and (cand_start.astype(np.int64) + cand_len).max() > genome_buffer.size:
         raise ValueError("a window runs past the end of the genome")
-    arguments = (*batch.buffers, genome_buffer, device.to_device(cand_read), device.to_device(cand_start),
-                 device.to_device(cand_len), np.uint32(n), np.uint32(width), np.uint32(k))
-    return arguments, n, width, {"MAX_WORDS": max_words(longest)}
-
-
-def end_distances(device: Device, reads: ReadsLike, genome_buffer, cand_read: np.ndarray,
-                  cand_start: np.ndarray, cand_len: np.ndarray, k: int) -> np.ndarray:
-    """End distances of each candidate's read in its genome window: (n, W) uint8.
-
-    W is the longest read plus 2k. Row c holds D of read cand_read[c] against
-    genome[cand_start[c] : cand_start[c] + cand_len[c]] (cand_len <= W), 255 where
-    D > k and past the window.
-    """
-    arguments, n, width, defines = _windows(device, reads, genome_buffer, cand_read, cand_start, cand_len, k)
     out = device.empty(n * width)
-    device.launch(device.kernel(DISTANCES, "end_distances", defines), groups(n, 64), None, *arguments, out)
+    device.launch(device.kernel(DISTANCES, "end_distances", {"MAX_WORDS": max_words(longest)}), groups(n, 64),
+                  None, *batch.buffers, genome_buffer, device.to_device(cand_read), device.to_device(cand_start),
+                  device.to_device(cand_len), np.uint32(n), np.uint32(width), np.uint32(k), out)
     return device.read(out, np.uint8, n * width).reshape(n, width)
-
-
-def _collect_hits(device: Device, run, expected: int) -> np.ndarray:
-    """(n, 3) uint32 hits of a hit-listing kernel launch run(hits, counter, capacity). The kernel
-    counts every hit as it writes; when they outgrow the room made for them it runs again with
-    room for all."""
-    capacity = max(1, int(expected))
-    while True:
-        hits, counter = device.empty(12 * capacity), device.zeros(4)
-        run(hits, counter, np.uint32(capacity))
-        total = int(device.read(counter, np.uint32, 1)[0])
-        if total <= capacity:
-            return device.read(hits, np.uint32, 3 * total).reshape(total, 3)
-        capacity = total
-
-
-def end_hits(device: Device, reads: ReadsLike, genome_buffer, cand_read: np.ndarray, cand_start: np.ndarray,
-             cand_len: np.ndarray, k: int, expected: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The (candidate, window column, distance) of every D <= k that end_distances would give,
-    sorted by candidate then column (room is made for expected of them, by default 4 a window)."""
-    arguments, n, width, defines = _windows(device, reads, genome_buffer, cand_read, cand_start, cand_len, k)
-    kernel = device.kernel(DISTANCES, "end_hits", defines)
-    found = _collect_hits(device, lambda *out: device.launch(kernel, groups(n, 64), None, *arguments, *out),
-                          4 * n if expected is None else expected)
-    found = found[np.lexsort((found[:, 1], found[:, 0]))].astype(np.int64)
-    return found[:, 0], found[:, 1], found[:, 2]
 
 
 def row_hits(device: Device, reads: DeviceReads, genome_buffer, candidates, contig_start_buffer, n_contigs: int,
@@ -173,8 +141,15 @@ def row_hits(device: Device, reads: DeviceReads, genome_buffer, candidates, cont
     arguments = (*reads.buffers, genome_buffer, candidates.buffer, candidates.offsets_buffer, candidates.count,
                  np.uint32(candidates.n_rows), np.uint32(n), contig_start_buffer, np.uint32(n_contigs),
                  np.uint32(k))
-    found = _collect_hits(device, lambda *out: device.launch(kernel, groups(n, 64), None, *arguments, *out),
-                          (2 * k + 1) * n // 4).astype(np.int64)
+    capacity = max(1, (2 * k + 1) * n // 4)
+    while True:  # the kernel counts every hit; when they outgrow their room, run again with room for all
+        hits, counter = device.empty(12 * capacity), device.zeros(4)
+        device.launch(kernel, groups(n, 64), None, *arguments, hits, counter, np.uint32(capacity))
+        total = int(device.read(counter, np.uint32, 1)[0])
+        if total <= capacity:
+            break
+        capacity = total
+    found = device.read(hits, np.uint32, 3 * total).reshape(total, 3).astype(np.int64)
     return found[:, 0], found[:, 1], found[:, 2]
 
 

@@ -61,7 +61,6 @@ class Mapper:
         self.k = k
         ref = index.reference
         self.contig_offsets = ref.offsets
-        self.genome_codes = ref.codes
         self.genome = device.to_device(ref.codes)
         self.n_positions = sum(s.positions.size for s in index.segments)
         sum_sq = sum(s.sum_count_sq for s in index.segments)

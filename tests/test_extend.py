@@ -11,6 +11,7 @@ import pytest
 from marose import align
 from marose.dna import N_CODE, encode, reverse_complement
 from conftest import mutate
+from marose.filter import UNSORTED, DeviceCandidates
 from marose.extend import (
     OP_DEL,
     OP_INS,
@@ -20,7 +21,7 @@ from marose.extend import (
     alignment_strings_batch,
     alignment_text,
     end_distances,
-    end_hits,
+    row_hits,
     pack_reads,
     slice_starts,
     tracebacks,
@@ -147,15 +148,32 @@ def test_end_distances_and_tracebacks_random(device, case: Case, k: int) -> None
 
 
 @pytest.mark.parametrize("k", [0, 3, 8])
-@pytest.mark.parametrize("expected", [1, None, 10**6])
-def test_end_hits_list_what_end_distances_holds(device, case: Case, k: int, expected: int) -> None:
-    dense, (read, start, length, _) = check_distances(device, case, k)
-    cand, column, dist = end_hits(device, case.reads, device.to_device(case.genome), read, start, length, k,
-                                  expected=expected)
-    want_cand, want_column = np.nonzero(dense <= k)
-    assert np.array_equal(cand, want_cand) and np.array_equal(column, want_column)
-    assert np.array_equal(dist, dense[want_cand, want_column])
-    assert cand.size > 1  # so with expected=1 the first run's room overflowed, and it ran again
+def test_row_hits_list_the_ends_within_k_of_each_window(device, case: Case, k: int) -> None:
+    """row_hits on candidate lists as the filter leaves them == align.end_distances of each window."""
+    offsets = np.append(case.contig_start, case.genome.size)
+    rows: list[list[int]] = [[] for _ in case.reads]
+    for r, c, copy_at in case.windows:
+        rows[r].append(int(offsets[c] + copy_at))
+    rows = [sorted(set(starts + [int(offsets[1]), 5])) for starts in rows]  # a contig start and a start near 0
+    rows[0] = rows[0] + rows[0][:2]  # a row the filter could not de-duplicate: its hits repeat
+    counts = np.array([len(starts) for starts in rows], dtype=np.uint32)
+    counts[0] |= UNSORTED
+    row_offsets = np.concatenate(([0], np.cumsum([len(starts) for starts in rows]))).astype(np.uint32)
+    candidates = DeviceCandidates(device.to_device(np.concatenate(rows).astype(np.uint32)),
+                                  device.to_device(row_offsets), device.to_device(counts), row_offsets)
+    reads = upload_reads(device, case.reads)
+    got = row_hits(device, reads, device.to_device(case.genome), candidates, device.to_device(offsets.astype(np.uint32)),
+                   offsets.size - 1, k)
+    want = []
+    for r, starts in enumerate(rows):
+        length = len(case.reads[r])
+        for p in starts:
+            c = np.searchsorted(offsets, p, side="right") - 1
+            first, last = max(offsets[c], p - k), min(offsets[c + 1], p + length + k)
+            d = align.end_distances(case.reads[r], case.genome[first:last], k)
+            want.extend((r, first + j, int(d[j])) for j in np.flatnonzero(d <= k))
+    assert sorted(zip(*(a.tolist() for a in got))) == sorted(want)
+    assert len(want) >= len(case.reads)  # hits from several rows, repeated ones included
 
 
 @pytest.mark.parametrize("seed", [21, 22])
