@@ -86,7 +86,10 @@ class Filter:
         """Candidates of n rows left on the device: row r's are the first count[r] entries at
         offset[r] of the buffer, sorted and unique unless count[r] has the UNSORTED bit."""
         d = self.device
-        global_size = (max(n, 1) * WORK_GROUP,)
+        if n == 0:
+            return DeviceCandidates(d.empty(4), d.to_device(np.zeros(1, np.uint32)), d.empty(4),
+                                    np.zeros(1, np.uint32))
+        global_size = (n * WORK_GROUP,)
         item_count, read_count = d.empty(4 * n * WORK_GROUP), d.empty(4 * n)
         d.launch(self.count_kernel, global_size, (WORK_GROUP,), *reads_on_device,
                  *seg.tables, item_count, read_count)
@@ -105,8 +108,6 @@ class Filter:
     def run(self, seg: DeviceSegment, strands: Strands, reads_on_device: tuple) -> Candidates:
         """The candidates of every row on the host, sorted by row then start, unique."""
         n = strands.n
-        if n == 0:
-            return Candidates(np.empty(0, np.uint32), np.empty(0, np.uint32))
         on_device = self.emit(seg, n, reads_on_device)
         d, offsets = self.device, on_device.offsets
         found = d.read(on_device.buffer, np.uint32, int(offsets[-1]))

@@ -137,7 +137,7 @@ class Mapper:
             candidates = self._candidates(strands, np.repeat(mappable, 2))
         hits = self._extend(strands, candidates)
         n_loci = np.bincount(hits.read, minlength=n)
-        self._count(n, n_loci, hits)
+        self._count(n, n_loci)
         return hits, n_loci
 
     def _candidates(self, strands: Strands, active: np.ndarray) -> list[DeviceCandidates]:
@@ -198,13 +198,13 @@ class Mapper:
     def _count_candidates(self, strands: Strands, candidates: list[DeviceCandidates]) -> None:
         """Candidates per row as the filter wrote them, and the cells of their windows (read length
         times L + 2k; windows cut at contig ends hold fewer), for the statistics."""
+        length = strands.lengths.astype(np.int64)
         for c in candidates:
             per_row = (self.device.read(c.count, np.uint32, c.n_rows) & ~UNSORTED).astype(np.int64)
-            length = strands.lengths.astype(np.int64)
             self.stats.candidates += int(per_row.sum())
             self.stats.cells += int(np.sum(per_row * length * (length + 2 * self.k)))
 
-    def _count(self, n: int, n_loci: np.ndarray, hits: Hits) -> None:
+    def _count(self, n: int, n_loci: np.ndarray) -> None:
         self.stats.reads += n
         self.stats.mapped += int(np.count_nonzero(n_loci))
         self.stats.unique += int(np.count_nonzero(n_loci == 1))

@@ -148,3 +148,13 @@ def test_reads_sorted_by_rank_and_by_radix_agree_with_the_twin(tmp_path, device)
         begin, end = query.slot_ranges(seg, np.array(seeds), np.array(keys, dtype=np.uint32))
         raw.append(int(np.sum(end - begin)))
     assert 64 < raw[0] <= 256 < raw[1] <= local_capacity(device)  # one rank sort, one radix sort
+
+
+def test_no_rows_no_candidates(device):
+    ref = read_fasta(LAMBDA)
+    params = IndexParams("########", 7, 1 << 26)
+    filt = Filter(device, params, 1, ref.total_length, ref.offsets)
+    strands = Strands.from_reads(np.zeros((0, 40), np.uint8), np.zeros(0, np.int64))
+    got = filt.run(lookup.upload(device, build_segment(ref, 0, ref.total_length, params)), strands,
+                   filt.upload(strands, np.ones(0)))
+    assert got.row.size == 0 and got.start.size == 0
