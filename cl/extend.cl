@@ -1,6 +1,7 @@
-/* End distances of whole reads against candidate genome windows, one work-item per candidate
- * (see marose/align.py for the definition): D[j] is the least edit distance between the read
- * and a substring of the window ending at j, written as a byte, 255 above k or past the window.
+/* End distances of whole reads against candidate genome windows (see marose/align.py for the
+ * definition): D[j] is the least edit distance between the read and a substring of the window
+ * ending at j. end_distances writes them for windows given by the host, a work-item per window;
+ * row_loci turns the windows of the filter's candidates into loci, a work-item per read strand.
  *
  * Myers' bit-vector algorithm on 64-bit words; a read of L bases takes (L + 63) / 64 words,
  * chained in blocks (Hyyro's carries of the horizontal deltas between words). The top row is
@@ -12,67 +13,54 @@
 #define WORD_BITS 64u
 #define NO_HIT 255
 
-/* Myers' scan of a whole read against text[0, size): each end j with D <= k goes to row[j]
- * (dense, 255 elsewhere) when row is given, else is appended to hits as the three words
- * (tag, base + j, D); hits past capacity are counted only. */
-inline void scan(__global const uchar *read, uint length, __global const uchar *text, uint size,
-                 uint width, uint k, __global uchar *row, uint tag, uint base, __global uint *hits,
-                 volatile __global uint *n_hits, uint capacity)
+/* Match masks of a read: word w, base b at peq[4 w + b]. */
+inline void read_masks(__global const uchar *read, uint length, ulong *peq)
 {
     uint words = (length + WORD_BITS - 1u) / WORD_BITS;
-    ulong peq[MAX_WORDS * 4], pv[MAX_WORDS], mv[MAX_WORDS];
-    for (uint w = 0; w < words; ++w) {
-        pv[w] = ~0UL;
-        mv[w] = 0UL;
-        for (uint b = 0; b < 4u; ++b)
-            peq[w * 4u + b] = 0UL;
-    }
+    for (uint i = 0; i < 4u * words; ++i)
+        peq[i] = 0UL;
     for (uint i = 0; i < length; ++i) {
         uchar code = read[i];
         if (code < 4)
             peq[(i / WORD_BITS) * 4u + code] |= 1UL << (i % WORD_BITS);
     }
-
-    uint last = (length - 1u) % WORD_BITS;
-    int score = (int)length;
-    for (uint j = 0; j < size; ++j) {
-        uchar base_code = text[j];
-        ulong hp = 0UL, hm = 0UL;  /* horizontal +1 / -1 entering the current word */
-        for (uint w = 0; w < words; ++w) {
-            ulong p = pv[w], m = mv[w];
-            ulong eq = base_code < 4 ? peq[w * 4u + base_code] : 0UL;
-            ulong xv = eq | m;
-            eq |= hm;
-            ulong xh = (((eq & p) + p) ^ p) | eq;
-            ulong ph = m | ~(xh | p);
-            ulong mh = p & xh;
-            uint bottom = w + 1u < words ? WORD_BITS - 1u : last;
-            ulong out_p = (ph >> bottom) & 1UL, out_m = (mh >> bottom) & 1UL;
-            ph = (ph << 1) | hp;
-            mh = (mh << 1) | hm;
-            hp = out_p;
-            hm = out_m;
-            pv[w] = mh | ~(xv | ph);
-            mv[w] = ph & xv;
-        }
-        score += (int)hp - (int)hm;
-        if (row)
-            row[j] = score <= (int)k ? (uchar)score : (uchar)NO_HIT;
-        else if (score <= (int)k) {
-            uint at = atomic_inc(n_hits);
-            if (at < capacity) {
-                hits[3 * at] = tag;
-                hits[3 * at + 1] = base + j;
-                hits[3 * at + 2] = (uint)score;
-            }
-        }
-    }
-    if (row)
-        for (uint j = size; j < width; ++j)
-            row[j] = NO_HIT;
 }
 
-/* One window per candidate, given by the host. */
+/* The vertical deltas of an empty window (free start: the top row is 0). */
+inline void reset_column(uint words, ulong *pv, ulong *mv)
+{
+    for (uint w = 0; w < words; ++w) {
+        pv[w] = ~0UL;
+        mv[w] = 0UL;
+    }
+}
+
+/* One genome base through all words; returns the change of the bottom cell, -1, 0 or +1. */
+inline int next_column(const ulong *peq, ulong *pv, ulong *mv, uint words, uint last, uchar base_code)
+{
+    ulong hp = 0UL, hm = 0UL;  /* horizontal +1 / -1 entering the current word */
+    for (uint w = 0; w < words; ++w) {
+        ulong p = pv[w], m = mv[w];
+        ulong eq = base_code < 4 ? peq[w * 4u + base_code] : 0UL;
+        ulong xv = eq | m;
+        eq |= hm;
+        ulong xh = (((eq & p) + p) ^ p) | eq;
+        ulong ph = m | ~(xh | p);
+        ulong mh = p & xh;
+        uint bottom = w + 1u < words ? WORD_BITS - 1u : last;
+        ulong out_p = (ph >> bottom) & 1UL, out_m = (mh >> bottom) & 1UL;
+        ph = (ph << 1) | hp;
+        mh = (mh << 1) | hm;
+        hp = out_p;
+        hm = out_m;
+        pv[w] = mh | ~(xv | ph);
+        mv[w] = ph & xv;
+    }
+    return (int)hp - (int)hm;
+}
+
+/* One window per candidate, given by the host: row c of out is D of the read against
+ * genome[cand_start[c], + cand_len[c]), 255 above k and past the window. */
 __kernel void end_distances(__global const uchar *read_codes, __global const uint *read_offset,
                             __global const uint *read_length, __global const uchar *genome,
                             __global const uint *cand_read, __global const uint *cand_start,
@@ -80,33 +68,123 @@ __kernel void end_distances(__global const uchar *read_codes, __global const uin
                             __global uchar *out)
 {
     uint c = get_global_id(0);
-    if (c < n) {
-        uint r = cand_read[c];
-        scan(read_codes + read_offset[r], read_length[r], genome + cand_start[c], min(cand_len[c], width),
-             width, k, out + (size_t)c * width, 0u, 0u, 0, 0, 0u);
+    if (c >= n)
+        return;
+    uint r = cand_read[c], length = read_length[r], size = min(cand_len[c], width);
+    uint words = (length + WORD_BITS - 1u) / WORD_BITS, last = (length - 1u) % WORD_BITS;
+    ulong peq[MAX_WORDS * 4], pv[MAX_WORDS], mv[MAX_WORDS];
+    read_masks(read_codes + read_offset[r], length, peq);
+    reset_column(words, pv, mv);
+    __global const uchar *text = genome + cand_start[c];
+    __global uchar *row = out + (size_t)c * width;
+    int score = (int)length;
+    for (uint j = 0; j < size; ++j) {
+        score += next_column(peq, pv, mv, words, last, text[j]);
+        row[j] = score <= (int)k ? (uchar)score : (uchar)NO_HIT;
     }
+    for (uint j = size; j < width; ++j)
+        row[j] = NO_HIT;
 }
 
-/* The filter's candidates straight from the device (see marose/filter.py, Filter.emit): entry i
- * of the buffer belongs to the row whose [offset, offset + count) holds it; its window is
- * [start - k, start + L + k) cut to the contig of start. Hits are (row, genome end, D). */
-__kernel void row_hits(__global const uchar *read_codes, __global const uint *read_offset,
-                       __global const uint *read_length, __global const uchar *genome,
-                       __global const uint *starts, __global const uint *row_offset,
-                       __global const uint *row_count, uint n_rows, uint n_entries,
-                       __global const uint *contig_start, uint n_contigs, uint k,
-                       __global uint *hits, volatile __global uint *n_hits, uint capacity)
+#define NONE 0xffffffffu
+
+typedef struct {
+    uint open, last, best_end, best_d, contig;
+} locus_t;
+
+/* Appends a finished locus to the row's output (counted past capacity, not written). */
+inline void close_locus(locus_t *locus, uint *n, uint capacity, __global uint *loci_end,
+                        __global uchar *loci_dist)
 {
-    uint i = get_global_id(0);
-    if (i >= n_entries)
+    if (locus->open && *n < capacity) {
+        loci_end[*n] = locus->best_end;
+        loci_dist[*n] = (uchar)locus->best_d;
+    }
+    *n += locus->open;
+    locus->open = 0;
+}
+
+/* The loci of each read strand (row) in the windows of its candidates: a candidate starting at
+ * p is the window [p - k, p + L + k) cut to p's contig. A row's candidates lie in sorted runs
+ * (run q is starts[head[q], run_end[q]), a NONE ending it early), merged here in order;
+ * duplicates are skipped. Every end is taken from the first window that holds it, which starts
+ * earliest and so has the least distance there. Ends within k at consecutive positions of a
+ * contig form a locus, reported at its rightmost end of least distance: row r's loci go, in
+ * order of position, to loci_end/loci_dist from out_offset[r], up to the next row's offset;
+ * their number goes to loci_count[r] even when it is larger. head is used up. */
+__kernel void row_loci(__global const uchar *read_codes, __global const uint *read_offset,
+                       __global const uint *read_length, __global const uchar *genome,
+                       __global const uint *starts, __global uint *head, __global const uint *run_end,
+                       __global const uint *row_runs, uint n_rows,
+                       __global const uint *contig_start, uint n_contigs, uint k,
+                       __global const uint *out_offset, __global uint *loci_count,
+                       __global uint *loci_end, __global uchar *loci_dist)
+{
+    uint r = get_global_id(0);
+    if (r >= n_rows)
         return;
-    uint r = last_at_most(row_offset, n_rows, i);
-    if (r >= n_rows || i - row_offset[r] >= (row_count[r] & 0x7fffffffu))
+    uint length = read_length[r];
+    uint words = (length + WORD_BITS - 1u) / WORD_BITS, last = (length - 1u) % WORD_BITS;
+    ulong peq[MAX_WORDS * 4], pv[MAX_WORDS], mv[MAX_WORDS];
+    read_masks(read_codes + read_offset[r], length, peq);
+    uint base = out_offset[r], capacity = out_offset[r + 1] - base, n = 0;
+    locus_t locus = {0u, 0u, 0u, 0u, 0u};
+    uint previous = NONE, covered = 0;
+    for (;;) {
+        uint start = NONE, from = 0;
+        for (uint q = row_runs[r]; q < row_runs[r + 1]; ++q) {
+            uint h = head[q];
+            if (h < run_end[q] && starts[h] < start) {
+                start = starts[h];
+                from = q;
+            }
+        }
+        if (start == NONE)
+            break;
+        head[from] += 1u;
+        if (start == previous)
+            continue;
+        previous = start;
+        uint c = last_at_most(contig_start, n_contigs, start);
+        uint first = start - contig_start[c] >= k ? start - k : contig_start[c];
+        uint end = min(contig_start[c + 1], start + length + k);
+        reset_column(words, pv, mv);
+        int score = (int)length;
+        for (uint e = first; e < end; ++e) {
+            score += next_column(peq, pv, mv, words, last, genome[e]);
+            if (e < covered || score > (int)k)
+                continue;
+            if (locus.open && e == locus.last + 1u && c == locus.contig) {
+                locus.last = e;
+                if ((uint)score <= locus.best_d) {
+                    locus.best_d = (uint)score;
+                    locus.best_end = e;
+                }
+            } else {
+                close_locus(&locus, &n, capacity, loci_end + base, loci_dist + base);
+                locus.open = 1u;
+                locus.last = locus.best_end = e;
+                locus.best_d = (uint)score;
+                locus.contig = c;
+            }
+        }
+        covered = max(covered, end);
+    }
+    close_locus(&locus, &n, capacity, loci_end + base, loci_dist + base);
+    loci_count[r] = n;
+}
+
+/* Copies each row's loci from its room (out_offset) to the packed place (packed_offset). */
+__kernel void pack_loci(__global const uint *out_offset, __global const uint *packed_offset, uint n_rows,
+                        __global const uint *loci_end, __global const uchar *loci_dist,
+                        __global uint *packed_end, __global uchar *packed_dist)
+{
+    uint r = get_global_id(0);
+    if (r >= n_rows)
         return;
-    uint start = starts[i], length = read_length[r];
-    uint c = last_at_most(contig_start, n_contigs, start);
-    uint first = start - contig_start[c] >= k ? start - k : contig_start[c];
-    uint end = min(contig_start[c + 1], start + length + k);
-    scan(read_codes + read_offset[r], length, genome + first, end - first, 0u, k, 0, r, first, hits,
-         n_hits, capacity);
+    uint from = out_offset[r], to = packed_offset[r], n = packed_offset[r + 1] - to;
+    for (uint i = 0; i < n; ++i) {
+        packed_end[to + i] = loci_end[from + i];
+        packed_dist[to + i] = loci_dist[from + i];
+    }
 }

@@ -3,8 +3,9 @@
  * distance E of b_i in the perfect hash of s_i and emits the read start of each genome position
  * found. Two kernels: filter_count counts what each work-item will emit, the host allocates, and
  * filter_emit writes the candidates, sorted and de-duplicated in local memory: by rank when
- * there are at most 4 WG of them, else by a radix sort (reads with more than CAP candidates are
- * written unsorted and flagged for the host).
+ * there are at most 4 WG of them, else by a radix sort. A read with more than CAP candidates is
+ * flagged: its list is written as chunks of CAP entries, each sorted and de-duplicated on its
+ * own and padded with NONE, for the extend stage to merge.
  *
  * Needs murmur3.cl, phf.cl and search.cl. Defines: SPAN, LN, SEED_MASK (bit j set where the mask has '#'),
  * E (0..3), WG (work-group size), CAP (local candidates), KEY_BITS (bits of a genome position). */
@@ -12,6 +13,7 @@
 #define WIDTH (SPAN + LN)
 #define RADIX 16
 #define RADIX_BITS 4
+#define NONE 0xffffffffu
 
 typedef struct {
     uint seed;
@@ -177,6 +179,25 @@ inline __local uint *rank_sort(__local uint *src, __local uint *dst, uint n, uin
     return dst;
 }
 
+/* Sorts n keys in local memory and writes the distinct ones to out in order; returns how many. */
+inline uint store_sorted_unique(__local uint *keys, __local uint *spare, uint n, __local uint *hist,
+                                __local uint *buf, uint lid, __global uint *out)
+{
+    __local uint *sorted = n <= RANK_SORT_MAX ? rank_sort(keys, spare, n, lid)
+                                              : radix_sort(keys, spare, n, hist, buf, lid);
+    uint chunk = (n + WG - 1) / WG;
+    uint lo = min(n, lid * chunk), hi = min(n, lo + chunk);
+    uint n_unique = 0;
+    for (uint i = lo; i < hi; ++i)
+        n_unique += i == 0 || sorted[i] != sorted[i - 1];
+    uint n_total;
+    uint dst = scan_items(n_unique, buf, lid, &n_total);
+    for (uint i = lo; i < hi; ++i)
+        if (i == 0 || sorted[i] != sorted[i - 1])
+            out[dst++] = sorted[i];
+    return n_total;
+}
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void filter_emit(__global const uchar *reads, __global const uint *read_offset,
                  __global const uint *read_length, __global const uint *read_step, TABLES,
@@ -211,24 +232,23 @@ void filter_emit(__global const uchar *reads, __global const uint *read_offset,
             FOR_EACH_NEIGHBOR(p, EMIT);
     }
 #undef EMIT
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (!local_sort) {
+    if (local_sort) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint n_unique = store_sorted_unique(keys_a, keys_b, total, hist, buf, lid, out);
         if (lid == 0)
-            out_count[r] = total | 0x80000000u;  /* unsorted: the host de-duplicates */
+            out_count[r] = n_unique;
         return;
     }
-    __local uint *sorted = total <= RANK_SORT_MAX ? rank_sort(keys_a, keys_b, total, lid)
-                                                  : radix_sort(keys_a, keys_b, total, hist, buf, lid);
-    uint chunk = (total + WG - 1) / WG;
-    uint lo = min(total, lid * chunk), hi = min(total, lo + chunk);
-    uint n_unique = 0;
-    for (uint i = lo; i < hi; ++i)
-        n_unique += i == 0 || sorted[i] != sorted[i - 1];
-    uint n_total;
-    uint dst = scan_items(n_unique, buf, lid, &n_total);
-    for (uint i = lo; i < hi; ++i)
-        if (i == 0 || sorted[i] != sorted[i - 1])
-            out[dst++] = sorted[i];
+    for (uint base = 0; base < total; base += CAP) {
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+        uint n = min((uint)CAP, total - base);
+        for (uint i = lid; i < n; i += WG)
+            keys_a[i] = out[base + i];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint n_unique = store_sorted_unique(keys_a, keys_b, n, hist, buf, lid, out + base);
+        for (uint i = n_unique + lid; i < n; i += WG)
+            out[base + i] = NONE;
+    }
     if (lid == 0)
-        out_count[r] = n_total;
+        out_count[r] = total | 0x80000000u;  /* chunks of CAP, each sorted and padded with NONE */
 }

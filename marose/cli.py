@@ -105,7 +105,7 @@ def run_map(args, log) -> None:
     device = Device(args.device, profile=bool(args.stats))
     log(f"index {index.path} ({ref.total_length:,} bases, {len(index.segments)} segment(s)); "
         f"k={k}; device {describe(device.device)}")
-    mapper = Mapper(index, device, k)
+    mapper = Mapper(index, device, k, args.max_hits)
     if args.explain:
         print(explain(mapper, len(first.seqs[0])), file=sys.stderr)
     header = sam_header(list(zip(ref.names, map(int, ref.lengths))), args.read_group,

@@ -132,13 +132,25 @@ class Device:
         self._events.clear()
         return self.kernel_seconds
 
-    def to_device(self, array: np.ndarray):
-        """A read-only buffer holding a copy of the array (a 1-byte buffer if it is empty)."""
+    def to_device(self, array: np.ndarray, writable: bool = False):
+        """A buffer holding a copy of the array (a 1-byte buffer if it is empty), read-only
+        unless writable."""
         mf = self.cl.mem_flags
         data = np.ascontiguousarray(array)
         if data.nbytes == 0:
             data = np.zeros(1, dtype=data.dtype)
-        return self.cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=data)
+        access = mf.READ_WRITE if writable else mf.READ_ONLY
+        return self.cl.Buffer(self.context, access | mf.COPY_HOST_PTR, hostbuf=data)
+
+    def join(self, parts: list[tuple[object, int]]):
+        """One buffer holding the first nbytes of each (buffer, nbytes), end to end."""
+        out = self.empty(sum(nbytes for _, nbytes in parts))
+        at = 0
+        for buffer, nbytes in parts:
+            if nbytes:
+                self.cl.enqueue_copy(self.queue, out, buffer, byte_count=nbytes, dst_offset=at)
+            at += nbytes
+        return out
 
     def empty(self, nbytes: int):
         return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, size=max(int(nbytes), 1))

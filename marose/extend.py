@@ -18,6 +18,7 @@ import numpy as np
 from .align import NO_HIT, WORD_BITS, n_words
 from .device import Device, groups
 from .dna import N_CODE, decode
+from .filter import UNSORTED
 
 DISTANCES = ("search.cl", "extend.cl")
 TRACEBACK = ("traceback.cl",)
@@ -126,31 +127,93 @@ def end_distances(device: Device, reads: ReadsLike, genome_buffer, cand_read: np
     return device.read(out, np.uint8, n * width).reshape(n, width)
 
 
-def row_hits(device: Device, reads: DeviceReads, genome_buffer, candidates, contig_start_buffer, n_contigs: int,
-             k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(row, genome end, distance) of every end within k edits in the windows of a filter's
-    candidates left on the device (filter.DeviceCandidates): a candidate starting at p is the
-    window [p - k, p + L + k) cut to p's contig. Unordered; a row's duplicate candidates (rows
-    the filter could not de-duplicate) repeat their hits."""
+@dataclass
+class RowLoci:
+    """Loci of every row (read strand) of a batch, as row_loci finds them."""
+
+    count: np.ndarray  # loci per row, int64
+    end: np.ndarray  # genome end of each locus, int64: row 0's loci first, each row's by position
+    dist: np.ndarray  # edit distance at that end, int64
+    candidates: np.ndarray  # candidate entries per row the filter left (chunk padding included)
+
+
+def _candidate_runs(device: Device, candidates: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The sorted runs of every row over the lists of several filter calls placed end to end:
+    (run begin, run end, first run of each row + 1, entries per row). A row's list is one run,
+    or one run per chunk when it has the UNSORTED flag."""
+    n_rows = candidates[0].n_rows
+    begins, ends, owners = [], [], []
+    entries = np.zeros(n_rows, dtype=np.int64)
+    base = 0
+    for c in candidates:
+        written = device.read(c.count, np.uint32, n_rows)
+        chunked = (written & UNSORTED) != 0
+        size = (written & ~UNSORTED).astype(np.int64)
+        entries += size
+        pieces = np.where(chunked, -(-size // c.chunk), size > 0)
+        row = np.repeat(np.arange(n_rows), pieces)
+        piece = np.arange(row.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+        row_begin = base + c.offsets[:-1].astype(np.int64)[row]
+        begin = row_begin + piece * np.where(chunked, c.chunk, 0)[row]
+        ends.append(np.where(chunked[row], np.minimum(begin + c.chunk, row_begin + size[row]), begin + size[row]))
+        begins.append(begin)
+        owners.append(row)
+        base += c.size
+    owner = np.concatenate(owners)
+    order = np.argsort(owner, kind="stable")
+    row_runs = np.concatenate(([0], np.cumsum(np.bincount(owner, minlength=n_rows))))
+    return np.concatenate(begins)[order], np.concatenate(ends)[order], row_runs, entries
+
+
+def _offsets(per_row: np.ndarray) -> np.ndarray:
+    offsets = np.concatenate(([0], np.cumsum(per_row)))
+    if offsets[-1] >= 2**32:
+        raise MemoryError("too many candidates in one batch; use a smaller batch size")
+    return offsets.astype(np.uint32)
+
+
+def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list, contig_start_buffer,
+             n_contigs: int, k: int) -> RowLoci:
+    """The loci of every row in the windows of its candidates, left on the device by one or
+    more filter calls (filter.DeviceCandidates, one per index segment): a candidate starting
+    at p is the window [p - k, p + L + k) cut to p's contig. Each end within k is taken with
+    the least distance any window gives it; ends within k at consecutive positions of a
+    contig are one locus, at its rightmost end of least distance (as align.loci_from_hits)."""
     _check_k(k)
-    n = candidates.size
-    if n == 0:
-        return (np.empty(0, np.int64),) * 3
-    longest = int(reads.lengths.max())
-    kernel = device.kernel(DISTANCES, "row_hits", {"MAX_WORDS": max_words(longest)})
-    arguments = (*reads.buffers, genome_buffer, candidates.buffer, candidates.offsets_buffer, candidates.count,
-                 np.uint32(candidates.n_rows), np.uint32(n), contig_start_buffer, np.uint32(n_contigs),
-                 np.uint32(k))
-    capacity = max(1, (2 * k + 1) * n // 4)
-    while True:  # the kernel counts every hit; when they outgrow their room, run again with room for all
-        hits, counter = device.empty(12 * capacity), device.zeros(4)
-        device.launch(kernel, groups(n, 64), None, *arguments, hits, counter, np.uint32(capacity))
-        total = int(device.read(counter, np.uint32, 1)[0])
-        if total <= capacity:
+    n_rows = reads.lengths.size
+    empty = RowLoci(np.zeros(n_rows, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                    np.zeros(n_rows, np.int64))
+    if not candidates or sum(c.size for c in candidates) == 0:
+        return empty
+    starts = candidates[0].buffer if len(candidates) == 1 else device.join([(c.buffer, 4 * c.size)
+                                                                              for c in candidates])
+    run_begin, run_end, row_runs, entries = _candidate_runs(device, candidates)
+    defines = {"MAX_WORDS": max_words(int(reads.lengths.max()))}
+    kernel = device.kernel(DISTANCES, "row_loci", defines)
+    fixed = (*reads.buffers, genome_buffer, starts)
+    after = (device.to_device(run_end.astype(np.uint32)), device.to_device(row_runs.astype(np.uint32)),
+             np.uint32(n_rows), contig_start_buffer, np.uint32(n_contigs), np.uint32(k))
+    room = entries  # a window rarely holds more than one locus; a row that finds more runs again
+    while True:
+        offsets = _offsets(room)
+        head = device.to_device(run_begin.astype(np.uint32), writable=True)
+        count, ends, dists = device.empty(4 * n_rows), device.empty(4 * int(offsets[-1])), device.empty(int(offsets[-1]))
+        offsets_buffer = device.to_device(offsets)
+        device.launch(kernel, groups(n_rows, 64), None, *fixed, head, *after, offsets_buffer, count, ends, dists)
+        found = device.read(count, np.uint32, n_rows).astype(np.int64)
+        if np.all(found <= room):
             break
-        capacity = total
-    found = device.read(hits, np.uint32, 3 * total).reshape(total, 3).astype(np.int64)
-    return found[:, 0], found[:, 1], found[:, 2]
+        room = np.maximum(room, found)
+    packed = _offsets(found)
+    if not np.array_equal(packed, offsets):
+        packed_ends, packed_dists = device.empty(4 * int(packed[-1])), device.empty(int(packed[-1]))
+        device.launch(device.kernel(DISTANCES, "pack_loci", defines), groups(n_rows, 64), None,
+                      offsets_buffer, device.to_device(packed), np.uint32(n_rows), ends, dists, packed_ends,
+                      packed_dists)
+        ends, dists = packed_ends, packed_dists
+    total = int(packed[-1])
+    return RowLoci(found, device.read(ends, np.uint32, total).astype(np.int64),
+                   device.read(dists, np.uint8, total).astype(np.int64), entries)
 
 
 def slice_starts(loci_end: np.ndarray, read_length: np.ndarray, contig_start: np.ndarray,
@@ -161,17 +224,19 @@ def slice_starts(loci_end: np.ndarray, read_length: np.ndarray, contig_start: np
                       ends - (np.asarray(read_length, dtype=np.int64) + k) + 1)
 
 
-def tracebacks(device: Device, reads: ReadsLike, genome_buffer, loci_read: np.ndarray,
-               loci_end: np.ndarray, slice_start: np.ndarray, k: int
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Canonical alignments of loci: (start int64, ops (n, width) uint8, op count int64).
+@dataclass
+class DeviceTracebacks:
+    """Canonical alignments of loci, their operations left on the device (see tracebacks)."""
 
-    Locus t aligns read loci_read[t] to end exactly at genome position loci_end[t],
-    within genome[slice_start[t] : loci_end[t] + 1]. Row t of ops holds the
-    operations (OP_MATCH, OP_MISMATCH, OP_INS, OP_DEL) first to last in its first
-    count[t] entries, zero after. A locus with no alignment within k edits ending
-    there gets count 0 and start -1.
-    """
+    start: np.ndarray  # int64, -1 where count is 0
+    count: np.ndarray  # int64 operations per locus
+    ops: object  # buffer of (n, width) uint8
+    width: int
+
+
+def trace(device: Device, reads: ReadsLike, genome_buffer, loci_read: np.ndarray,
+          loci_end: np.ndarray, slice_start: np.ndarray, k: int) -> DeviceTracebacks:
+    """tracebacks, with the operations left on the device."""
     _check_k(k)
     batch = upload_reads(device, reads)
     loci_read, loci_end, slice_start = (np.ascontiguousarray(a, dtype=np.uint32)
@@ -192,7 +257,24 @@ def tracebacks(device: Device, reads: ReadsLike, genome_buffer, loci_read: np.nd
     count = device.read(counts, np.uint32, n).astype(np.int64)
     start = device.read(starts, np.uint32, n).astype(np.int64)
     start[count == 0] = -1
-    return start, device.read(ops, np.uint8, n * width).reshape(n, width), count
+    return DeviceTracebacks(start, count, ops, width)
+
+
+def tracebacks(device: Device, reads: ReadsLike, genome_buffer, loci_read: np.ndarray,
+               loci_end: np.ndarray, slice_start: np.ndarray, k: int
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Canonical alignments of loci: (start int64, ops (n, width) uint8, op count int64).
+
+    Locus t aligns read loci_read[t] to end exactly at genome position loci_end[t],
+    within genome[slice_start[t] : loci_end[t] + 1]. Row t of ops holds the
+    operations (OP_MATCH, OP_MISMATCH, OP_INS, OP_DEL) first to last in its first
+    count[t] entries, zero after. A locus with no alignment within k edits ending
+    there gets count 0 and start -1.
+    """
+    traced = trace(device, reads, genome_buffer, loci_read, loci_end, slice_start, k)
+    n = traced.count.size
+    ops = device.read(traced.ops, np.uint8, n * traced.width).reshape(n, traced.width)
+    return traced.start, ops, traced.count
 
 
 _LETTERS = bytes.maketrans(bytes(range(4)), b"=XID")
@@ -273,29 +355,29 @@ def alignment_strings_batch(ops: np.ndarray, count: np.ndarray, genome_codes: np
 SAM_TEXT = ("sam_text.cl",)
 
 
-def _text_rows(rows: np.ndarray, lengths: np.ndarray) -> list[str]:
-    """The first lengths[i] bytes of each row, as strings."""
+def _text_rows(rows: np.ndarray, lengths: np.ndarray) -> list[bytes]:
+    """The first lengths[i] bytes of each row."""
     n, width = rows.shape
     framed = np.full((n, width + 1), ord("\n"), dtype=np.uint8)
     framed[:, :width] = rows
     framed[np.arange(n), lengths] = ord("\n")
     keep = np.arange(width + 1) <= lengths[:, None]
-    return framed[keep].tobytes().decode("ascii").split("\n")[:-1]
+    return framed[keep].tobytes().split(b"\n")[:-1]
 
 
-def alignment_text(device: Device, ops: np.ndarray, count: np.ndarray, start: np.ndarray, genome_buffer,
-                   k: int) -> tuple[list[str], np.ndarray, list[str]]:
-    """alignment_strings_batch computed on the device (cl/sam_text.cl): (CIGARs, NM, MDs)."""
-    n = int(count.size)
+def alignment_text(device: Device, traced: DeviceTracebacks, genome_buffer,
+                   k: int) -> tuple[list[bytes], np.ndarray, list[bytes]]:
+    """alignment_strings_batch computed on the device (cl/sam_text.cl) from tracebacks left
+    there: (CIGARs, NM, MDs), the strings as ASCII bytes."""
+    n = int(traced.count.size)
     if n == 0:
         return [], np.zeros(0, np.int64), []
     width = 16 * (2 * k + 2)  # room for the numbers and letters of k edits
-    ops = np.ascontiguousarray(ops, dtype=np.uint8)
     cigar, md = device.empty(n * width), device.empty(n * width)
     cigar_length, md_length, nm = device.empty(4 * n), device.empty(4 * n), device.empty(4 * n)
-    device.launch(device.kernel(SAM_TEXT, "alignment_text"), groups(n, 64), None, device.to_device(ops),
-                  device.to_device(count.astype(np.uint32)), device.to_device(start.astype(np.uint32)),
-                  genome_buffer, np.uint32(n), np.uint32(ops.shape[1]), np.uint32(width), cigar, cigar_length,
+    device.launch(device.kernel(SAM_TEXT, "alignment_text"), groups(n, 64), None, traced.ops,
+                  device.to_device(traced.count.astype(np.uint32)), device.to_device(traced.start.astype(np.uint32)),
+                  genome_buffer, np.uint32(n), np.uint32(traced.width), np.uint32(width), cigar, cigar_length,
                   md, md_length, nm)
     cigars = _text_rows(device.read(cigar, np.uint8, n * width).reshape(n, width),
                         device.read(cigar_length, np.uint32, n).astype(np.int64))

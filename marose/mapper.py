@@ -12,10 +12,9 @@ import numpy as np
 from indexer.store import Index
 
 from . import extend, lookup
-from .align import loci_from_hits
 from .device import Device
 from .dna import N_CODE
-from .filter import UNSORTED, DeviceCandidates, Filter, Strands
+from .filter import DeviceCandidates, Filter, Strands
 from .params import Choice, choose_filter
 from .reads import ReadBatch
 from .sam import Hits
@@ -55,10 +54,13 @@ class Stats:
 class Mapper:
     """Maps batches of reads against a loaded index on one device."""
 
-    def __init__(self, index: Index, device: Device, k: int):
+    def __init__(self, index: Index, device: Device, k: int, max_hits: int | None = None):
+        """max_hits: the loci of a read aligned and returned, best first (all when None); the
+        others are counted only."""
         self.index = index
         self.device = device
         self.k = k
+        self.max_hits = max_hits
         ref = index.reference
         self.contig_offsets = ref.offsets
         self.genome = device.to_device(ref.codes)
@@ -123,7 +125,8 @@ class Mapper:
         return self.filters[e]
 
     def map_batch(self, batch: ReadBatch) -> tuple[Hits, np.ndarray]:
-        """Every locus of every read of the batch, sorted by read then best first; loci per read."""
+        """The loci of every read of the batch, sorted by read then best first (up to max_hits a
+        read), and the number of loci of each read."""
         with self.stats.timing("encode"):
             codes, lengths = batch.codes()
             n = lengths.size
@@ -135,8 +138,7 @@ class Mapper:
             strands = Strands.from_reads(codes, lengths)
         with self.stats.timing("filter"):
             candidates = self._candidates(strands, np.repeat(mappable, 2))
-        hits = self._extend(strands, candidates)
-        n_loci = np.bincount(hits.read, minlength=n)
+        hits, n_loci = self._extend(strands, candidates)
         self._count(n, n_loci)
         return hits, n_loci
 
@@ -158,51 +160,42 @@ class Mapper:
             found.extend(filt.emit(seg, strands.n, reads_on_device) for seg in self.segments())
         return found
 
-    def _extend(self, strands: Strands, candidates: list[DeviceCandidates]) -> Hits:
-        """Loci within k edits from the candidates' windows, with their canonical alignments."""
+    def _extend(self, strands: Strands, candidates: list[DeviceCandidates]) -> tuple[Hits, np.ndarray]:
+        """Loci within k edits from the candidates' windows, with their canonical alignments
+        (up to max_hits a read, best first), and the number of loci of each read."""
+        n_contigs = self.contig_offsets.size - 1
         with self.stats.timing("extend"):
             reads = extend.upload_reads(self.device, (strands.codes.reshape(-1), strands.offsets,
                                                       np.maximum(strands.lengths, 1)))
-            key, end, dist = self._loci(reads, strands, candidates)
-        n_contigs = self.contig_offsets.size - 1
-        row, contig = key // n_contigs, key % n_contigs
+            loci = extend.row_loci(self.device, reads, self.genome, candidates, self.contig_start, n_contigs, self.k)
+            self._count_candidates(strands, loci.candidates)
+            row = np.repeat(np.arange(strands.n), loci.count)
+            read = row // 2
+            n_loci = np.bincount(read, minlength=strands.n // 2)
+            # by read, best first; ties by strand, then position (the order the rows hold them in)
+            order = np.argsort((read << 8) | loci.dist, kind="stable")
+            if self.max_hits is not None:
+                rank = np.arange(order.size) - (np.cumsum(n_loci) - n_loci)[read[order]]
+                order = order[rank < self.max_hits]
+            row, end, dist = row[order], loci.end[order], loci.dist[order]
+            contig = np.searchsorted(self.contig_offsets, end, side="right") - 1
         with self.stats.timing("traceback"):
             slice_start = extend.slice_starts(end, strands.lengths[row], self.contig_offsets[contig], self.k)
-            start, ops, count = extend.tracebacks(self.device, reads, self.genome, row, end, slice_start, self.k)
-        if np.any(count == 0):
+            traced = extend.trace(self.device, reads, self.genome, row, end, slice_start, self.k)
+        if np.any(traced.count == 0):
             raise RuntimeError("a locus found by the extend kernel has no traceback")
         with self.stats.timing("strings"):
-            cigars, nm, mds = extend.alignment_text(self.device, ops, count, start, self.genome, self.k)
-        read, strand = row // 2, row % 2
-        pos = start - self.contig_offsets[contig]
-        order = np.lexsort((strand, pos, contig, dist, read))
-        return Hits(read=read[order], strand=strand[order], contig=contig[order], pos=pos[order],
-                    dist=dist[order], cigar=[cigars[i] for i in order], md=[mds[i] for i in order],
-                    nm=nm[order])
+            cigars, nm, mds = extend.alignment_text(self.device, traced, self.genome, self.k)
+        hits = Hits(read=row // 2, strand=row % 2, contig=contig, pos=traced.start - self.contig_offsets[contig],
+                    dist=dist, cigar=cigars, md=mds, nm=nm)
+        return hits, n_loci
 
-    def _loci(self, reads, strands: Strands, candidates: list[DeviceCandidates]):
-        """(row × n_contigs + contig, end, distance) of each locus: the runs of window ends within k
-        edits, merged over all windows of a read strand."""
-        offsets, n_contigs = self.contig_offsets, self.contig_offsets.size - 1
-        found = [extend.row_hits(self.device, reads, self.genome, c, self.contig_start, n_contigs, self.k)
-                 for c in candidates]
-        self._count_candidates(strands, candidates)
-        row, end, d = (np.concatenate(parts) for parts in zip(*found)) if found else (np.empty(0, np.int64),) * 3
-        key = row * n_contigs + np.searchsorted(offsets, end, side="right") - 1
-        order = np.lexsort((d, end, key))
-        key, end, d = key[order], end[order], d[order]
-        first = np.ones(key.size, dtype=bool)
-        first[1:] = (key[1:] != key[:-1]) | (end[1:] != end[:-1])
-        return loci_from_hits(key[first], end[first], d[first])
-
-    def _count_candidates(self, strands: Strands, candidates: list[DeviceCandidates]) -> None:
+    def _count_candidates(self, strands: Strands, per_row: np.ndarray) -> None:
         """Candidates per row as the filter wrote them, and the cells of their windows (read length
         times L + 2k; windows cut at contig ends hold fewer), for the statistics."""
         length = strands.lengths.astype(np.int64)
-        for c in candidates:
-            per_row = (self.device.read(c.count, np.uint32, c.n_rows) & ~UNSORTED).astype(np.int64)
-            self.stats.candidates += int(per_row.sum())
-            self.stats.cells += int(np.sum(per_row * length * (length + 2 * self.k)))
+        self.stats.candidates += int(per_row.sum())
+        self.stats.cells += int(np.sum(per_row * length * (length + 2 * self.k)))
 
     def _count(self, n: int, n_loci: np.ndarray) -> None:
         self.stats.reads += n

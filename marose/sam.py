@@ -55,7 +55,8 @@ class Hits:
     read: index of the read within the batch; strand: 0 forward, 1 when the reverse
     complement of the read aligns to the forward genome; contig: contig index;
     pos: 0-based leftmost reference position; dist: edit distance; cigar: M/I/D
-    CIGAR; md: MD string; nm: NM value. Any object with these attributes works.
+    CIGAR; md: MD string (str or ASCII bytes); nm: NM value. Any object with these
+    attributes works.
     """
 
     read: np.ndarray
@@ -63,8 +64,8 @@ class Hits:
     contig: np.ndarray
     pos: np.ndarray
     dist: np.ndarray
-    cigar: Sequence[str]
-    md: Sequence[str]
+    cigar: Sequence[str] | Sequence[bytes]
+    md: Sequence[str] | Sequence[bytes]
     nm: np.ndarray
 
 
@@ -225,10 +226,12 @@ def _with_reverse(texts: list[bytes], strand: np.ndarray, complement: bool) -> n
     return _objects(texts + backward)
 
 
-def _to_bytes(texts: Sequence[str]) -> list[bytes]:
-    """ASCII strings (without newlines) as bytes, converted in one pass."""
+def _to_bytes(texts: Sequence[str] | Sequence[bytes]) -> list[bytes]:
+    """ASCII strings (without newlines) as bytes, converted in one pass; bytes stay as they are."""
     if not len(texts):
         return []
+    if isinstance(texts[0], bytes):
+        return list(texts)
     return "\n".join(texts).encode("ascii").split(b"\n")
 
 

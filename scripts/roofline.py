@@ -78,9 +78,9 @@ def main() -> None:
         for kernel in ("filter_emit", "traceback"):
             if kernels.get(kernel):
                 lines.append(f"| {name} | {kernel} | {kernels[kernel]:.3f} | | |")
-        hits = kernels.get("row_hits", 0.0)
+        hits = kernels.get("row_loci", 0.0)
         if hits:
-            lines.append(f"| {name} | row_hits | {hits:.3f} | {stats['cells'] / hits / 1e9:,.1f} G cells/s | |")
+            lines.append(f"| {name} | row_loci | {hits:.3f} | {stats['cells'] / hits / 1e9:,.1f} G cells/s | |")
         lines.append(f"| {name} | all kernels / whole map | {sum(kernels.values()):.3f} | "
                      f"of {stats['seconds']['total']:.3f} s | "
                      f"{sum(kernels.values()) / stats['seconds']['total']:.1%} |")

@@ -11,7 +11,7 @@ import pytest
 from marose import align
 from marose.dna import N_CODE, encode, reverse_complement
 from conftest import mutate
-from marose.filter import UNSORTED, DeviceCandidates
+from marose.filter import NONE, UNSORTED, DeviceCandidates
 from marose.extend import (
     OP_DEL,
     OP_INS,
@@ -21,9 +21,10 @@ from marose.extend import (
     alignment_strings_batch,
     alignment_text,
     end_distances,
-    row_hits,
+    row_loci,
     pack_reads,
     slice_starts,
+    trace,
     tracebacks,
     upload_reads,
 )
@@ -121,11 +122,14 @@ def check_tracebacks(device, reads, genome: np.ndarray, loci, k: int,
     loci_read, loci_end, loci_contig = loci
     lengths = np.array([len(reads[r]) for r in loci_read])
     first = slice_starts(loci_end, lengths, contig_start[loci_contig], k)
-    start, ops, count = tracebacks(device, reads, device.to_device(genome), loci_read, loci_end,
-                                   first, k)
+    genome_buffer = device.to_device(genome)
+    start, ops, count = tracebacks(device, reads, genome_buffer, loci_read, loci_end, first, k)
     cigars, nms, mds = alignment_strings_batch(ops, count, genome, start)
-    text_cigars, text_nms, text_mds = alignment_text(device, ops, count, start, device.to_device(genome), k)
-    assert text_cigars == cigars and text_mds == mds and np.array_equal(text_nms, nms)
+    traced = trace(device, reads, genome_buffer, loci_read, loci_end, first, k)
+    assert np.array_equal(traced.start, start) and np.array_equal(traced.count, count)
+    text_cigars, text_nms, text_mds = alignment_text(device, traced, genome_buffer, k)
+    assert [c.decode() for c in text_cigars] == cigars and [m.decode() for m in text_mds] == mds
+    assert np.array_equal(text_nms, nms)
     for t in range(len(loci_read)):
         offset = contig_start[loci_contig[t]]
         expected = align.traceback(reads[loci_read[t]], contigs[loci_contig[t]],
@@ -147,33 +151,82 @@ def test_end_distances_and_tracebacks_random(device, case: Case, k: int) -> None
                             case.contigs) > 0
 
 
-@pytest.mark.parametrize("k", [0, 3, 8])
-def test_row_hits_list_the_ends_within_k_of_each_window(device, case: Case, k: int) -> None:
-    """row_hits on candidate lists as the filter leaves them == align.end_distances of each window."""
-    offsets = np.append(case.contig_start, case.genome.size)
-    rows: list[list[int]] = [[] for _ in case.reads]
-    for r, c, copy_at in case.windows:
-        rows[r].append(int(offsets[c] + copy_at))
-    rows = [sorted(set(starts + [int(offsets[1]), 5])) for starts in rows]  # a contig start and a start near 0
-    rows[0] = rows[0] + rows[0][:2]  # a row the filter could not de-duplicate: its hits repeat
-    counts = np.array([len(starts) for starts in rows], dtype=np.uint32)
-    counts[0] |= UNSORTED
-    row_offsets = np.concatenate(([0], np.cumsum([len(starts) for starts in rows]))).astype(np.uint32)
-    candidates = DeviceCandidates(device.to_device(np.concatenate(rows).astype(np.uint32)),
-                                  device.to_device(row_offsets), device.to_device(counts), row_offsets)
-    reads = upload_reads(device, case.reads)
-    got = row_hits(device, reads, device.to_device(case.genome), candidates, device.to_device(offsets.astype(np.uint32)),
-                   offsets.size - 1, k)
-    want = []
+def device_candidates(device, rows: list[list[int]], chunk: int, chunked: set) -> DeviceCandidates:
+    """A filter's output for lists of read starts: rows in `chunked` written in sorted chunks
+    of `chunk` entries padded with NONE (as the filter writes rows too long for local memory),
+    the others sorted and unique."""
+    written = []
     for r, starts in enumerate(rows):
-        length = len(case.reads[r])
-        for p in starts:
+        if r not in chunked:
+            written.append(sorted(set(starts)))
+            continue
+        pieces = []
+        for at in range(0, len(starts), chunk):
+            piece = sorted(set(starts[at : at + chunk]))
+            pieces += piece + [int(NONE)] * (min(chunk, len(starts) - at) - len(piece))
+        written.append(pieces)
+    counts = np.array([len(w) for w in written], dtype=np.uint32)
+    counts[sorted(chunked)] |= UNSORTED
+    offsets = np.concatenate(([0], np.cumsum([len(w) for w in written]))).astype(np.uint32)
+    return DeviceCandidates(device.to_device(np.array(sum(written, []), dtype=np.uint32)),
+                            device.to_device(offsets), device.to_device(counts), offsets, chunk)
+
+
+def expected_row_loci(case: Case, rows: list[list[int]], offsets: np.ndarray, k: int):
+    """Per row, (end, distance) of each locus from align: every window's ends within k, the
+    least distance of each end, consecutive ends of one contig merged."""
+    found = []
+    for r, starts in enumerate(rows):
+        length, best = len(case.reads[r]), {}
+        for p in set(starts):
             c = np.searchsorted(offsets, p, side="right") - 1
             first, last = max(offsets[c], p - k), min(offsets[c + 1], p + length + k)
             d = align.end_distances(case.reads[r], case.genome[first:last], k)
-            want.extend((r, first + j, int(d[j])) for j in np.flatnonzero(d <= k))
-    assert sorted(zip(*(a.tolist() for a in got))) == sorted(want)
-    assert len(want) >= len(case.reads)  # hits from several rows, repeated ones included
+            for j in np.flatnonzero(d <= k):
+                best[first + j] = min(best.get(first + j, 255), int(d[j]))
+        ends = np.array(sorted(best), dtype=np.int64)
+        contig = np.searchsorted(offsets, ends, side="right") - 1
+        _, loci_end, loci_dist = align.loci_from_hits(contig, ends, np.array([best[e] for e in ends.tolist()]))
+        found.append(list(zip(loci_end.tolist(), loci_dist.tolist())))
+    return found
+
+
+@pytest.mark.parametrize("k", [0, 3, 8])
+@pytest.mark.parametrize("alphabet", [4, 2])
+def test_row_loci_merge_the_windows_of_each_row(device, k: int, alphabet: int) -> None:
+    """row_loci over two candidate lists (two index segments), with chunked rows, == the loci
+    align finds in every window of the row."""
+    case = Case(11 if alphabet == 4 else 21, alphabet=alphabet)
+    offsets = np.append(case.contig_start, case.genome.size)
+    rng = np.random.default_rng(k)
+    rows: list[list[int]] = [[] for _ in case.reads]
+    for r, c, copy_at in case.windows:
+        rows[r].append(int(offsets[c] + copy_at))
+    for starts in rows:  # a contig start, a start near 0, near and repeated starts
+        starts += [int(offsets[1]), 5, starts[0] + 1, starts[0] + 3, starts[1]]
+    halves = [[], []]
+    for starts in rows:
+        side = rng.random(len(starts)) < 0.5
+        halves[0].append([p for p, s in zip(starts, side) if s])
+        halves[1].append([p for p, s in zip(starts, side) if not s] + starts[:2])
+    lists = [device_candidates(device, halves[0], 3, {0, 2}), device_candidates(device, halves[1], 4, {1, 2})]
+    reads = upload_reads(device, case.reads)
+    got = row_loci(device, reads, device.to_device(case.genome), lists, device.to_device(offsets.astype(np.uint32)),
+                   offsets.size - 1, k)
+    want = expected_row_loci(case, rows, offsets, k)
+    assert got.count.tolist() == [len(w) for w in want]
+    assert list(zip(got.end.tolist(), got.dist.tolist())) == sum(want, [])
+    assert got.count.sum() >= len(case.reads)
+
+
+def test_row_loci_more_loci_than_candidates(device) -> None:
+    """One window holding three loci: the kernel runs again with room for them."""
+    reads = upload_reads(device, [encode("TTTTCT"), encode("ACGTACGT")])
+    genome = device.to_device(encode("TCTTTGTGTG"))
+    lists = [device_candidates(device, [[2], []], 4, set())]
+    got = row_loci(device, reads, genome, lists, device.to_device(np.array([0, 10], np.uint32)), 1, 2)
+    assert got.count.tolist() == [3, 0] and got.candidates.tolist() == [1, 0]
+    assert got.end.tolist() == [4, 6, 8] and got.dist.tolist() == [2, 2, 2]
 
 
 @pytest.mark.parametrize("seed", [21, 22])
