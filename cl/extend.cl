@@ -106,7 +106,7 @@ inline void close_locus(locus_t *locus, uint *n, uint capacity, __global uint *l
 
 /* The loci of each read strand (row) in the windows of its candidates: a candidate starting at
  * p is the window [p - k, p + L + k) cut to p's contig. A row's candidates lie in sorted runs
- * (run q is starts[head[q], run_end[q]), a NONE ending it early), merged here in order;
+ * (run q is starts[head[q], run_end[q]), one per index segment), merged here in order;
  * duplicates are skipped. Every end is taken from the first window that holds it, which starts
  * earliest and so has the least distance there. Ends within k at consecutive positions of a
  * contig form a locus, reported at its rightmost end of least distance: row r's loci go, in
@@ -172,19 +172,4 @@ __kernel void row_loci(__global const uchar *read_codes, __global const uint *re
     }
     close_locus(&locus, &n, capacity, loci_end + base, loci_dist + base);
     loci_count[r] = n;
-}
-
-/* Copies each row's loci from its room (out_offset) to the packed place (packed_offset). */
-__kernel void pack_loci(__global const uint *out_offset, __global const uint *packed_offset, uint n_rows,
-                        __global const uint *loci_end, __global const uchar *loci_dist,
-                        __global uint *packed_end, __global uchar *packed_dist)
-{
-    uint r = get_global_id(0);
-    if (r >= n_rows)
-        return;
-    uint from = out_offset[r], to = packed_offset[r], n = packed_offset[r + 1] - to;
-    for (uint i = 0; i < n; ++i) {
-        packed_end[to + i] = loci_end[from + i];
-        packed_dist[to + i] = loci_dist[from + i];
-    }
 }

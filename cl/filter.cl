@@ -4,8 +4,7 @@
  * found. Two kernels: filter_count counts what each work-item will emit, the host allocates, and
  * filter_emit writes the candidates, sorted and de-duplicated in local memory: by rank when
  * there are at most 4 WG of them, else by a radix sort. A read with more than CAP candidates is
- * flagged: its list is written as chunks of CAP entries, each sorted and de-duplicated on its
- * own and padded with NONE, for the extend stage to merge.
+ * sorted in chunks of CAP that are then merged in global memory (scratch holds the copies).
  *
  * Needs murmur3.cl, phf.cl and search.cl. Defines: SPAN, LN, SEED_MASK (bit j set where the mask has '#'),
  * E (0..3), WG (work-group size), CAP (local candidates), KEY_BITS (bits of a genome position). */
@@ -198,12 +197,38 @@ inline uint store_sorted_unique(__local uint *keys, __local uint *spare, uint n,
     return n_total;
 }
 
+/* How many of the first d entries of the stable merge of sorted a[0, na) and b[0, nb) come from a. */
+inline uint merge_split(__global const uint *a, uint na, __global const uint *b, uint nb, uint d)
+{
+    uint lo = max(d, nb) - nb, hi = min(d, na);
+    while (lo < hi) {
+        uint mid = (lo + hi) / 2u;
+        if (a[mid] <= b[d - 1u - mid])
+            lo = mid + 1u;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Merges sorted a[0, na) and b[0, nb) into dst (merge path): each work-item writes an equal
+ * share of the output, starting where merge_split puts it. */
+inline void merge_pair(__global const uint *a, uint na, __global const uint *b, uint nb,
+                       __global uint *dst, uint lid)
+{
+    uint n = na + nb, share = (n + WG - 1) / WG;
+    uint d = min(n, lid * share), last = min(n, d + share);
+    uint i = merge_split(a, na, b, nb, d), j = d - i;
+    for (; d < last; ++d)
+        dst[d] = j >= nb || (i < na && a[i] <= b[j]) ? a[i++] : b[j++];
+}
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void filter_emit(__global const uchar *reads, __global const uint *read_offset,
                  __global const uint *read_length, __global const uint *read_step, TABLES,
                  __global const uint *positions, __global const uint *contig_start, uint n_contigs,
                  __global const uint *item_count, __global const uint *out_offset,
-                 __global uint *candidates, __global uint *out_count)
+                 __global uint *candidates, __global uint *scratch, __global uint *out_count)
 {
     __local uint keys_a[CAP], keys_b[CAP], hist[RADIX * WG], buf[WG];
     uint r = get_group_id(0), lid = get_local_id(0);
@@ -239,16 +264,45 @@ void filter_emit(__global const uchar *reads, __global const uint *read_offset,
             out_count[r] = n_unique;
         return;
     }
+    /* Chunks of CAP sorted in local memory (padded with NONE), merged pairwise in rounds, each
+     * round from one buffer to the other; the chunks start in the buffer that makes the last
+     * round end in spare, from which the distinct candidates go to out. */
+    __global uint *spare = scratch + out_offset[r];
+    uint rounds = 0;
+    while ((uint)CAP << rounds < total)
+        ++rounds;
+    bool in_out = rounds % 2u == 1u;
     for (uint base = 0; base < total; base += CAP) {
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
         uint n = min((uint)CAP, total - base);
         for (uint i = lid; i < n; i += WG)
             keys_a[i] = out[base + i];
         barrier(CLK_LOCAL_MEM_FENCE);
-        uint n_unique = store_sorted_unique(keys_a, keys_b, n, hist, buf, lid, out + base);
+        __global uint *to = (in_out ? out : spare) + base;
+        uint n_unique = store_sorted_unique(keys_a, keys_b, n, hist, buf, lid, to);
         for (uint i = n_unique + lid; i < n; i += WG)
-            out[base + i] = NONE;
+            to[i] = NONE;
     }
+    for (uint width = CAP; width < total; width *= 2u) {
+        barrier(CLK_GLOBAL_MEM_FENCE);
+        __global uint *from = in_out ? out : spare, *to = in_out ? spare : out;
+        for (uint p = 0; p < total; p += 2u * width) {
+            uint na = min(width, total - p);
+            merge_pair(from + p, na, from + p + na, min(width, total - p - na), to + p, lid);
+        }
+        in_out = !in_out;
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    uint chunk = (total + WG - 1) / WG;
+    uint lo = min(total, lid * chunk), hi = min(total, lo + chunk);
+    uint n_unique = 0;
+    for (uint i = lo; i < hi; ++i)
+        n_unique += spare[i] != NONE && (i == 0 || spare[i] != spare[i - 1]);
+    uint n_total;
+    uint dst = scan_items(n_unique, buf, lid, &n_total);
+    for (uint i = lo; i < hi; ++i)
+        if (spare[i] != NONE && (i == 0 || spare[i] != spare[i - 1]))
+            out[dst++] = spare[i];
     if (lid == 0)
-        out_count[r] = total | 0x80000000u;  /* chunks of CAP, each sorted and padded with NONE */
+        out_count[r] = n_total;
 }

@@ -18,7 +18,6 @@ import numpy as np
 from .align import NO_HIT, WORD_BITS, n_words
 from .device import Device, groups
 from .dna import N_CODE, decode
-from .filter import UNSORTED
 
 DISTANCES = ("search.cl", "extend.cl")
 TRACEBACK = ("traceback.cl",)
@@ -134,35 +133,29 @@ class RowLoci:
     count: np.ndarray  # loci per row, int64
     end: np.ndarray  # genome end of each locus, int64: row 0's loci first, each row's by position
     dist: np.ndarray  # edit distance at that end, int64
-    candidates: np.ndarray  # candidate entries per row the filter left (chunk padding included)
+    candidates: np.ndarray  # candidates per row (summed over the filter calls)
 
 
 def _candidate_runs(device: Device, candidates: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The sorted runs of every row over the lists of several filter calls placed end to end:
-    (run begin, run end, first run of each row + 1, entries per row). A row's list is one run,
-    or one run per chunk when it has the UNSORTED flag."""
+    """The sorted runs of every row, one per filter call, with the calls' lists placed end to
+    end: (run begin, run end, first run of each row + 1, candidates per row)."""
     n_rows = candidates[0].n_rows
-    begins, ends, owners = [], [], []
-    entries = np.zeros(n_rows, dtype=np.int64)
+    begins, sizes, owners = [], [], []
+    per_row = np.zeros(n_rows, dtype=np.int64)
     base = 0
     for c in candidates:
-        written = device.read(c.count, np.uint32, n_rows)
-        chunked = (written & UNSORTED) != 0
-        size = (written & ~UNSORTED).astype(np.int64)
-        entries += size
-        pieces = np.where(chunked, -(-size // c.chunk), size > 0)
-        row = np.repeat(np.arange(n_rows), pieces)
-        piece = np.arange(row.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
-        row_begin = base + c.offsets[:-1].astype(np.int64)[row]
-        begin = row_begin + piece * np.where(chunked, c.chunk, 0)[row]
-        ends.append(np.where(chunked[row], np.minimum(begin + c.chunk, row_begin + size[row]), begin + size[row]))
-        begins.append(begin)
+        size = device.read(c.count, np.uint32, n_rows).astype(np.int64)
+        per_row += size
+        row = np.flatnonzero(size)
+        begins.append(base + c.offsets[:-1].astype(np.int64)[row])
+        sizes.append(size[row])
         owners.append(row)
         base += c.size
     owner = np.concatenate(owners)
     order = np.argsort(owner, kind="stable")
+    begin = np.concatenate(begins)[order]
     row_runs = np.concatenate(([0], np.cumsum(np.bincount(owner, minlength=n_rows))))
-    return np.concatenate(begins)[order], np.concatenate(ends)[order], row_runs, entries
+    return begin, begin + np.concatenate(sizes)[order], row_runs, per_row
 
 
 def _offsets(per_row: np.ndarray) -> np.ndarray:
@@ -187,13 +180,13 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
         return empty
     starts = candidates[0].buffer if len(candidates) == 1 else device.join([(c.buffer, 4 * c.size)
                                                                               for c in candidates])
-    run_begin, run_end, row_runs, entries = _candidate_runs(device, candidates)
+    run_begin, run_end, row_runs, per_row = _candidate_runs(device, candidates)
     defines = {"MAX_WORDS": max_words(int(reads.lengths.max()))}
     kernel = device.kernel(DISTANCES, "row_loci", defines)
     fixed = (*reads.buffers, genome_buffer, starts)
     after = (device.to_device(run_end.astype(np.uint32)), device.to_device(row_runs.astype(np.uint32)),
              np.uint32(n_rows), contig_start_buffer, np.uint32(n_contigs), np.uint32(k))
-    room = entries  # a window rarely holds more than one locus; a row that finds more runs again
+    room = per_row  # a window rarely holds more than one locus; a row that finds more runs again
     while True:
         offsets = _offsets(room)
         head = device.to_device(run_begin.astype(np.uint32), writable=True)
@@ -204,16 +197,11 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
         if np.all(found <= room):
             break
         room = np.maximum(room, found)
-    packed = _offsets(found)
-    if not np.array_equal(packed, offsets):
-        packed_ends, packed_dists = device.empty(4 * int(packed[-1])), device.empty(int(packed[-1]))
-        device.launch(device.kernel(DISTANCES, "pack_loci", defines), groups(n_rows, 64), None,
-                      offsets_buffer, device.to_device(packed), np.uint32(n_rows), ends, dists, packed_ends,
-                      packed_dists)
-        ends, dists = packed_ends, packed_dists
-    total = int(packed[-1])
-    return RowLoci(found, device.read(ends, np.uint32, total).astype(np.int64),
-                   device.read(dists, np.uint8, total).astype(np.int64), entries)
+    room_start = offsets[:-1].astype(np.int64)
+    index = np.arange(int(found.sum())) + np.repeat(room_start - (np.cumsum(found) - found), found)
+    size = int(offsets[-1])
+    return RowLoci(found, device.read(ends, np.uint32, size)[index].astype(np.int64),
+                   device.read(dists, np.uint8, size)[index].astype(np.int64), per_row)
 
 
 def slice_starts(loci_end: np.ndarray, read_length: np.ndarray, contig_start: np.ndarray,

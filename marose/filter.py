@@ -15,8 +15,6 @@ from .lookup import DeviceSegment
 PROGRAM = ("murmur3.cl", "phf.cl", "search.cl", "filter.cl")
 WORK_GROUP = 64
 MAX_LOCAL_CANDIDATES = 4096
-UNSORTED = np.uint32(0x80000000)  # count flag: the row is written as sorted chunks (see Filter.emit)
-NONE = np.uint32(0xFFFFFFFF)  # pads the chunks of a flagged row
 
 
 @dataclass
@@ -67,10 +65,10 @@ class Filter:
     def __init__(self, device: Device, params: IndexParams, e: int, genome_length: int,
                  contig_offsets: np.ndarray):
         self.device = device
-        self.chunk = local_capacity(device)
+        self.capacity = local_capacity(device)
         seed_mask = sum(1 << j for j in params.seed_offsets)
         defines = {"SPAN": params.span, "LN": params.ln, "SEED_MASK": f"{seed_mask}u", "E": e,
-                   "WG": WORK_GROUP, "CAP": self.chunk,
+                   "WG": WORK_GROUP, "CAP": self.capacity,
                    "KEY_BITS": max(1, int(genome_length - 1).bit_length())}
         self.count_kernel = device.kernel(PROGRAM, "filter_count", defines)
         self.emit_kernel = device.kernel(PROGRAM, "filter_emit", defines)
@@ -86,13 +84,11 @@ class Filter:
 
     def emit(self, seg: DeviceSegment, n: int, reads_on_device: tuple) -> "DeviceCandidates":
         """Candidates of n rows left on the device: row r's are the first count[r] entries at
-        offset[r] of the buffer, sorted and unique. A row whose count has the UNSORTED bit (more
-        candidates than fit in local memory) holds chunks of `chunk` entries instead, each sorted
-        and unique on its own and padded with NONE."""
+        offset[r] of the buffer, sorted and unique."""
         d = self.device
         if n == 0:
             return DeviceCandidates(d.empty(4), d.to_device(np.zeros(1, np.uint32)), d.empty(4),
-                                    np.zeros(1, np.uint32), self.chunk)
+                                    np.zeros(1, np.uint32))
         global_size = (n * WORK_GROUP,)
         item_count, read_count = d.empty(4 * n * WORK_GROUP), d.empty(4 * n)
         d.launch(self.count_kernel, global_size, (WORK_GROUP,), *reads_on_device,
@@ -103,11 +99,12 @@ class Filter:
             raise MemoryError("too many candidates in one batch; use a smaller batch size")
         offsets = offsets.astype(np.uint32)
         candidates, out_count = d.empty(4 * int(offsets[-1])), d.empty(4 * n)
+        scratch = d.empty(4 * int(offsets[-1]) if counts.max() > self.capacity else 4)  # rows sorted in chunks
         offsets_on_device = d.to_device(offsets)
         d.launch(self.emit_kernel, global_size, (WORK_GROUP,), *reads_on_device,
                  *seg.tables, seg.positions, self.contig_start, self.n_contigs, item_count,
-                 offsets_on_device, candidates, out_count)
-        return DeviceCandidates(candidates, offsets_on_device, out_count, offsets, self.chunk)
+                 offsets_on_device, candidates, scratch, out_count)
+        return DeviceCandidates(candidates, offsets_on_device, out_count, offsets)
 
     def run(self, seg: DeviceSegment, strands: Strands, reads_on_device: tuple) -> Candidates:
         """The candidates of every row on the host, sorted by row then start, unique."""
@@ -115,20 +112,10 @@ class Filter:
         on_device = self.emit(seg, n, reads_on_device)
         d, offsets = self.device, on_device.offsets
         found = d.read(on_device.buffer, np.uint32, int(offsets[-1]))
-        written = d.read(on_device.count, np.uint32, n)
-        unsorted = (written & UNSORTED) != 0
-        written = (written & ~UNSORTED).astype(np.int64)
+        written = d.read(on_device.count, np.uint32, n).astype(np.int64)
         row = np.repeat(np.arange(n, dtype=np.uint32), written)
         index = np.arange(int(written.sum())) + np.repeat(offsets[:-1] - np.cumsum(written) + written, written)
         start = found[index]
-        if unsorted.any():  # merge the chunks of those rows alone, then merge the two runs sorted by row
-            loose = np.repeat(unsorted, written)
-            kept = start[loose] != NONE
-            fixed = unique_candidates(row[loose][kept], start[loose][kept])
-            row = np.concatenate((row[~loose], fixed.row))
-            start = np.concatenate((start[~loose], fixed.start))
-            order = np.argsort(row, kind="stable")
-            row, start = row[order], start[order]
         return Candidates(row, start)
 
 
@@ -138,9 +125,8 @@ class DeviceCandidates:
 
     buffer: object  # uint32 read starts
     offsets_buffer: object  # uint32 per row + 1
-    count: object  # uint32 per row, UNSORTED bit where the row is written in chunks
+    count: object  # uint32 per row
     offsets: np.ndarray  # host copy of offsets_buffer
-    chunk: int  # entries per chunk of an UNSORTED row
 
     @property
     def n_rows(self) -> int:

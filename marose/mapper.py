@@ -136,9 +136,11 @@ class Mapper:
             self.stats.too_short += int(too_short.sum())
             self.stats.too_many_n += int((too_many_n & ~too_short).sum())
             strands = Strands.from_reads(codes, lengths)
+            reads = extend.upload_reads(self.device, (strands.codes.reshape(-1), strands.offsets,
+                                                      np.maximum(strands.lengths, 1)))
         with self.stats.timing("filter"):
             candidates = self._candidates(strands, np.repeat(mappable, 2))
-        hits, n_loci = self._extend(strands, candidates)
+        hits, n_loci = self._extend(strands, reads, candidates)
         self._count(n, n_loci)
         return hits, n_loci
 
@@ -160,13 +162,12 @@ class Mapper:
             found.extend(filt.emit(seg, strands.n, reads_on_device) for seg in self.segments())
         return found
 
-    def _extend(self, strands: Strands, candidates: list[DeviceCandidates]) -> tuple[Hits, np.ndarray]:
+    def _extend(self, strands: Strands, reads: extend.DeviceReads,
+                candidates: list[DeviceCandidates]) -> tuple[Hits, np.ndarray]:
         """Loci within k edits from the candidates' windows, with their canonical alignments
         (up to max_hits a read, best first), and the number of loci of each read."""
         n_contigs = self.contig_offsets.size - 1
         with self.stats.timing("extend"):
-            reads = extend.upload_reads(self.device, (strands.codes.reshape(-1), strands.offsets,
-                                                      np.maximum(strands.lengths, 1)))
             loci = extend.row_loci(self.device, reads, self.genome, candidates, self.contig_start, n_contigs, self.k)
             self._count_candidates(strands, loci.candidates)
             row = np.repeat(np.arange(strands.n), loci.count)

@@ -11,7 +11,7 @@ import pytest
 from marose import align
 from marose.dna import N_CODE, encode, reverse_complement
 from conftest import mutate
-from marose.filter import NONE, UNSORTED, DeviceCandidates
+from marose.filter import DeviceCandidates
 from marose.extend import (
     OP_DEL,
     OP_INS,
@@ -151,25 +151,15 @@ def test_end_distances_and_tracebacks_random(device, case: Case, k: int) -> None
                             case.contigs) > 0
 
 
-def device_candidates(device, rows: list[list[int]], chunk: int, chunked: set) -> DeviceCandidates:
-    """A filter's output for lists of read starts: rows in `chunked` written in sorted chunks
-    of `chunk` entries padded with NONE (as the filter writes rows too long for local memory),
-    the others sorted and unique."""
-    written = []
-    for r, starts in enumerate(rows):
-        if r not in chunked:
-            written.append(sorted(set(starts)))
-            continue
-        pieces = []
-        for at in range(0, len(starts), chunk):
-            piece = sorted(set(starts[at : at + chunk]))
-            pieces += piece + [int(NONE)] * (min(chunk, len(starts) - at) - len(piece))
-        written.append(pieces)
+def device_candidates(device, rows: list[list[int]]) -> DeviceCandidates:
+    """A filter's output for lists of read starts: each row sorted and unique, after a gap."""
+    written = [sorted(set(starts)) for starts in rows]
     counts = np.array([len(w) for w in written], dtype=np.uint32)
-    counts[sorted(chunked)] |= UNSORTED
-    offsets = np.concatenate(([0], np.cumsum([len(w) for w in written]))).astype(np.uint32)
-    return DeviceCandidates(device.to_device(np.array(sum(written, []), dtype=np.uint32)),
-                            device.to_device(offsets), device.to_device(counts), offsets, chunk)
+    offsets = np.concatenate(([0], np.cumsum(counts + 2))).astype(np.uint32)  # room the filter did not use
+    buffer = np.full(int(offsets[-1]), 7, dtype=np.uint32)
+    for w, at in zip(written, offsets):
+        buffer[at : at + len(w)] = w
+    return DeviceCandidates(device.to_device(buffer), device.to_device(offsets), device.to_device(counts), offsets)
 
 
 def expected_row_loci(case: Case, rows: list[list[int]], offsets: np.ndarray, k: int):
@@ -194,8 +184,8 @@ def expected_row_loci(case: Case, rows: list[list[int]], offsets: np.ndarray, k:
 @pytest.mark.parametrize("k", [0, 3, 8])
 @pytest.mark.parametrize("alphabet", [4, 2])
 def test_row_loci_merge_the_windows_of_each_row(device, k: int, alphabet: int) -> None:
-    """row_loci over two candidate lists (two index segments), with chunked rows, == the loci
-    align finds in every window of the row."""
+    """row_loci over three candidate lists (index segments) == the loci align finds in every
+    window of the row."""
     case = Case(11 if alphabet == 4 else 21, alphabet=alphabet)
     offsets = np.append(case.contig_start, case.genome.size)
     rng = np.random.default_rng(k)
@@ -204,12 +194,14 @@ def test_row_loci_merge_the_windows_of_each_row(device, k: int, alphabet: int) -
         rows[r].append(int(offsets[c] + copy_at))
     for starts in rows:  # a contig start, a start near 0, near and repeated starts
         starts += [int(offsets[1]), 5, starts[0] + 1, starts[0] + 3, starts[1]]
-    halves = [[], []]
-    for starts in rows:
-        side = rng.random(len(starts)) < 0.5
-        halves[0].append([p for p, s in zip(starts, side) if s])
-        halves[1].append([p for p, s in zip(starts, side) if not s] + starts[:2])
-    lists = [device_candidates(device, halves[0], 3, {0, 2}), device_candidates(device, halves[1], 4, {1, 2})]
+    parts = [[], [], []]
+    for starts in rows:  # each start in one or two lists, a list empty for some rows
+        side = rng.integers(0, 3, len(starts))
+        for j in range(3):
+            parts[j].append([p for p, s in zip(starts, side) if s == j])
+        parts[0][-1] += starts[:2]
+    parts[2][1] = []
+    lists = [device_candidates(device, part) for part in parts]
     reads = upload_reads(device, case.reads)
     got = row_loci(device, reads, device.to_device(case.genome), lists, device.to_device(offsets.astype(np.uint32)),
                    offsets.size - 1, k)
@@ -223,7 +215,7 @@ def test_row_loci_more_loci_than_candidates(device) -> None:
     """One window holding three loci: the kernel runs again with room for them."""
     reads = upload_reads(device, [encode("TTTTCT"), encode("ACGTACGT")])
     genome = device.to_device(encode("TCTTTGTGTG"))
-    lists = [device_candidates(device, [[2], []], 4, set())]
+    lists = [device_candidates(device, [[2], []])]
     got = row_loci(device, reads, genome, lists, device.to_device(np.array([0, 10], np.uint32)), 1, 2)
     assert got.count.tolist() == [3, 0] and got.candidates.tolist() == [1, 0]
     assert got.end.tolist() == [4, 6, 8] and got.dist.tolist() == [2, 2, 2]

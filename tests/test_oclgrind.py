@@ -25,7 +25,7 @@ def test_oclgrind_is_installed():
 def test_all_kernels_are_clean_under_oclgrind(tmp_path):
     rng = np.random.default_rng(8)
     genome = random_dna(rng, 900) + "N" * 20 + random_dna(rng, 300)
-    # a tandem repeat gives a read more candidates than local memory holds (sorted in chunks)
+    # a tandem repeat gives a read more candidates than local memory holds (merged in global memory)
     repeat = "ACGTTGCAAGT" * 400
     fasta = write_fasta(tmp_path / "g.fa", {"a": genome, "b": random_dna(rng, 400), "c": repeat})
     reads = [genome[100:140], genome[500:530].replace("A", "C", 2), "ACGT" * 10, genome[950:990], repeat[:40]]
