@@ -86,90 +86,112 @@ __kernel void end_distances(__global const uchar *read_codes, __global const uin
         row[j] = NO_HIT;
 }
 
-#define NONE 0xffffffffu
-
 typedef struct {
-    uint open, last, best_end, best_d, contig;
+    uint open, last, best_end, best_d, contig, owner;
 } locus_t;
 
-/* Appends a finished locus to the row's output (counted past capacity, not written). */
-inline void close_locus(locus_t *locus, uint *n, uint capacity, __global uint *loci_end,
-                        __global uchar *loci_dist)
+/* Ends the open locus, writing it when the slice [first, last) owns it (counted past capacity). */
+inline void close_locus(locus_t *locus, uint first, uint last, uint *n, uint capacity,
+                        __global uint *loci_end, __global uchar *loci_dist)
 {
-    if (locus->open && *n < capacity) {
-        loci_end[*n] = locus->best_end;
-        loci_dist[*n] = (uchar)locus->best_d;
+    if (locus->open && locus->owner >= first && locus->owner < last) {
+        if (*n < capacity) {
+            loci_end[*n] = locus->best_end;
+            loci_dist[*n] = (uchar)locus->best_d;
+        }
+        *n += 1u;
     }
-    *n += locus->open;
-    locus->open = 0;
+    locus->open = 0u;
+}
+
+/* First i in [0, n) with run[i] >= x (n when none), for ascending run. */
+inline uint lower_bound(__global const uint *run, uint n, uint x)
+{
+    uint lo = 0, hi = n;
+    while (lo < hi) {
+        uint mid = (lo + hi) / 2u;
+        if (run[mid] < x)
+            lo = mid + 1u;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 /* The loci of each read strand (row) in the windows of its candidates: a candidate starting at
- * p is the window [p - k, p + L + k) cut to p's contig. A row's candidates lie in sorted runs
- * (run q is starts[head[q], run_end[q]), one per index segment), merged here in order;
- * duplicates are skipped. Every end is taken from the first window that holds it, which starts
- * earliest and so has the least distance there. Ends within k at consecutive positions of a
- * contig form a locus, reported at its rightmost end of least distance: row r's loci go, in
- * order of position, to loci_end/loci_dist from out_offset[r], up to the next row's offset;
- * their number goes to loci_count[r] even when it is larger. head is used up. */
+ * p is the window [p - k, p + L + k) cut to p's contig. Row r's candidates are the sorted,
+ * unique starts[row_begin[r], + row_size[r]). Every end is taken from the first window that
+ * holds it, which starts earliest and so has the least distance there. Ends within k at
+ * consecutive positions of a contig form a locus, reported at its rightmost end of least
+ * distance.
+ *
+ * A work-item per task: task t takes the candidates [first, first + slice) of row task_row[t]
+ * and writes the loci whose first end one of them holds, in order, to loci_end/loci_dist from
+ * out_offset[t] up to the next task's offset; their number goes to loci_count[t] even when it
+ * is larger. It starts a few windows early, at the first candidate whose window can hold an end
+ * next to one of the slice's, and goes on past the slice until its last locus ends. */
 __kernel void row_loci(__global const uchar *read_codes, __global const uint *read_offset,
                        __global const uint *read_length, __global const uchar *genome,
-                       __global const uint *starts, __global uint *head, __global const uint *run_end,
-                       __global const uint *row_runs, uint n_rows,
+                       __global const uint *starts, __global const uint *row_begin,
+                       __global const uint *row_size, __global const uint *task_row,
+                       __global const uint *task_first, uint n_tasks, uint slice,
                        __global const uint *contig_start, uint n_contigs, uint k,
                        __global const uint *out_offset, __global uint *loci_count,
                        __global uint *loci_end, __global uchar *loci_dist)
 {
-    uint r = get_global_id(0);
-    if (r >= n_rows)
+    uint t = get_global_id(0);
+    if (t >= n_tasks)
         return;
+    uint r = task_row[t], first = task_first[t];
+    __global const uint *run = starts + row_begin[r];
+    uint n_candidates = row_size[r], last = min(n_candidates, first + slice);
     uint length = read_length[r];
-    uint words = (length + WORD_BITS - 1u) / WORD_BITS, last = (length - 1u) % WORD_BITS;
+    uint words = (length + WORD_BITS - 1u) / WORD_BITS, bottom = (length - 1u) % WORD_BITS;
     ulong peq[MAX_WORDS * 4], pv[MAX_WORDS], mv[MAX_WORDS];
     read_masks(read_codes + read_offset[r], length, peq);
-    uint base = out_offset[r], capacity = out_offset[r + 1] - base, n = 0;
-    locus_t locus = {0u, 0u, 0u, 0u, 0u};
-    uint previous = NONE, covered = 0;
-    for (;;) {
-        uint start = NONE, from = 0;
-        for (uint q = row_runs[r]; q < row_runs[r + 1]; ++q) {
-            uint h = head[q];
-            if (h < run_end[q] && starts[h] < start) {
-                start = starts[h];
-                from = q;
-            }
-        }
-        if (start == NONE)
+    uint base = out_offset[t], capacity = out_offset[t + 1] - base, n = 0;
+    __global uint *ends = loci_end + base;
+    __global uchar *dists = loci_dist + base;
+    uint reach = length + 2u * k + 1u;
+    uint i = run[first] > reach ? lower_bound(run, first, run[first] - reach) : 0u;
+    locus_t locus = {0u, 0u, 0u, 0u, 0u, 0u};
+    uint covered = 0;
+    for (; i < n_candidates; ++i) {
+        if (i >= last && !(locus.open && locus.owner >= first && locus.owner < last))
             break;
-        head[from] += 1u;
-        if (start == previous)
-            continue;
-        previous = start;
+        uint start = run[i];
         uint c = last_at_most(contig_start, n_contigs, start);
-        uint first = start - contig_start[c] >= k ? start - k : contig_start[c];
+        uint window = start - contig_start[c] >= k ? start - k : contig_start[c];
         uint end = min(contig_start[c + 1], start + length + k);
+        if (locus.open && max(window, covered) > locus.last + 1u)
+            close_locus(&locus, first, last, &n, capacity, ends, dists);  /* no window holds the next end */
         reset_column(words, pv, mv);
         int score = (int)length;
-        for (uint e = first; e < end; ++e) {
-            score += next_column(peq, pv, mv, words, last, genome[e]);
-            if (e < covered || score > (int)k)
+        for (uint e = window; e < end; ++e) {
+            score += next_column(peq, pv, mv, words, bottom, genome[e]);
+            if (e < covered)
                 continue;
+            if (score > (int)k) {
+                close_locus(&locus, first, last, &n, capacity, ends, dists);
+                continue;
+            }
             if (locus.open && e == locus.last + 1u && c == locus.contig) {
                 locus.last = e;
                 if ((uint)score <= locus.best_d) {
                     locus.best_d = (uint)score;
                     locus.best_end = e;
                 }
-            } else {
-                close_locus(&locus, &n, capacity, loci_end + base, loci_dist + base);
-                locus.open = 1u;
-                locus.last = locus.best_end = e;
-                locus.best_d = (uint)score;
-                locus.contig = c;
+                continue;
             }
+            close_locus(&locus, first, last, &n, capacity, ends, dists);
+            locus.open = 1u;
+            locus.last = locus.best_end = e;
+            locus.best_d = (uint)score;
+            locus.contig = c;
+            locus.owner = i;
         }
         covered = max(covered, end);
     }
-    close_locus(&locus, &n, capacity, loci_end + base, loci_dist + base);
-    loci_count[r] = n;
+    close_locus(&locus, first, last, &n, capacity, ends, dists);
+    loci_count[t] = n;
 }

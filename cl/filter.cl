@@ -6,13 +6,10 @@
  * there are at most 4 WG of them, else by a radix sort. A read with more than CAP candidates is
  * sorted in chunks of CAP that are then merged in global memory (scratch holds the copies).
  *
- * Needs murmur3.cl, phf.cl and search.cl. Defines: SPAN, LN, SEED_MASK (bit j set where the mask has '#'),
+ * Needs murmur3.cl, phf.cl, search.cl and sort.cl. Defines: SPAN, LN, SEED_MASK (bit j set where the mask has '#'),
  * E (0..3), WG (work-group size), CAP (local candidates), KEY_BITS (bits of a genome position). */
 
 #define WIDTH (SPAN + LN)
-#define RADIX 16
-#define RADIX_BITS 4
-#define NONE 0xffffffffu
 
 typedef struct {
     uint seed;
@@ -111,118 +108,6 @@ void filter_count(__global const uchar *reads, __global const uint *read_offset,
         read_count[r] = sum[0];
 }
 
-/* Exclusive prefix sum of one value per work-item; returns this item's prefix, total in *total. */
-inline uint scan_items(uint value, __local uint *buf, uint lid, uint *total)
-{
-    buf[lid] = value;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint d = 1; d < WG; d <<= 1) {
-        uint add = lid >= d ? buf[lid - d] : 0u;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        buf[lid] += add;
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    uint inclusive = buf[lid];
-    *total = buf[WG - 1];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return inclusive - value;
-}
-
-/* Stable LSD radix sort of n keys in local memory; returns the buffer holding the result. */
-inline __local uint *radix_sort(__local uint *src, __local uint *dst, uint n, __local uint *hist,
-                                __local uint *buf, uint lid)
-{
-    uint chunk = (n + WG - 1) / WG;
-    uint lo = min(n, lid * chunk), hi = min(n, lo + chunk);
-    for (uint shift = 0; shift < KEY_BITS; shift += RADIX_BITS) {
-        for (uint d = 0; d < RADIX; ++d)
-            hist[d * WG + lid] = 0;
-        for (uint i = lo; i < hi; ++i)
-            hist[((src[i] >> shift) & (RADIX - 1)) * WG + lid]++;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        /* exclusive scan over hist in (digit, item) order: item lid scans entries [lid*RADIX, ...) */
-        uint run = 0;
-        for (uint j = 0; j < RADIX; ++j)
-            run += hist[lid * RADIX + j];
-        uint total;
-        uint prefix = scan_items(run, buf, lid, &total);
-        for (uint j = 0; j < RADIX; ++j) {
-            uint h = hist[lid * RADIX + j];
-            hist[lid * RADIX + j] = prefix;
-            prefix += h;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint i = lo; i < hi; ++i)
-            dst[hist[((src[i] >> shift) & (RADIX - 1)) * WG + lid]++] = src[i];
-        barrier(CLK_LOCAL_MEM_FENCE);
-        __local uint *swap = src;
-        src = dst;
-        dst = swap;
-    }
-    return src;
-}
-
-/* Sort of at most RANK_SORT_MAX keys by rank, work-item lid ranking keys lid, lid + WG, ...:
- * fewer barriers than the radix sort for the few candidates most reads have. */
-#define RANK_SORT_MAX (4 * WG)
-
-inline __local uint *rank_sort(__local uint *src, __local uint *dst, uint n, uint lid)
-{
-    for (uint i = lid; i < n; i += WG) {
-        uint key = src[i], rank = 0;
-        for (uint j = 0; j < n; ++j)
-            rank += src[j] < key || (src[j] == key && j < i);
-        dst[rank] = key;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return dst;
-}
-
-/* Sorts n keys in local memory and writes the distinct ones to out in order; returns how many. */
-inline uint store_sorted_unique(__local uint *keys, __local uint *spare, uint n, __local uint *hist,
-                                __local uint *buf, uint lid, __global uint *out)
-{
-    __local uint *sorted = n <= RANK_SORT_MAX ? rank_sort(keys, spare, n, lid)
-                                              : radix_sort(keys, spare, n, hist, buf, lid);
-    uint chunk = (n + WG - 1) / WG;
-    uint lo = min(n, lid * chunk), hi = min(n, lo + chunk);
-    uint n_unique = 0;
-    for (uint i = lo; i < hi; ++i)
-        n_unique += i == 0 || sorted[i] != sorted[i - 1];
-    uint n_total;
-    uint dst = scan_items(n_unique, buf, lid, &n_total);
-    for (uint i = lo; i < hi; ++i)
-        if (i == 0 || sorted[i] != sorted[i - 1])
-            out[dst++] = sorted[i];
-    return n_total;
-}
-
-/* How many of the first d entries of the stable merge of sorted a[0, na) and b[0, nb) come from a. */
-inline uint merge_split(__global const uint *a, uint na, __global const uint *b, uint nb, uint d)
-{
-    uint lo = max(d, nb) - nb, hi = min(d, na);
-    while (lo < hi) {
-        uint mid = (lo + hi) / 2u;
-        if (a[mid] <= b[d - 1u - mid])
-            lo = mid + 1u;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* Merges sorted a[0, na) and b[0, nb) into dst (merge path): each work-item writes an equal
- * share of the output, starting where merge_split puts it. */
-inline void merge_pair(__global const uint *a, uint na, __global const uint *b, uint nb,
-                       __global uint *dst, uint lid)
-{
-    uint n = na + nb, share = (n + WG - 1) / WG;
-    uint d = min(n, lid * share), last = min(n, d + share);
-    uint i = merge_split(a, na, b, nb, d), j = d - i;
-    for (; d < last; ++d)
-        dst[d] = j >= nb || (i < na && a[i] <= b[j]) ? a[i++] : b[j++];
-}
-
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void filter_emit(__global const uchar *reads, __global const uint *read_offset,
                  __global const uint *read_length, __global const uint *read_step, TABLES,
@@ -293,16 +178,7 @@ void filter_emit(__global const uchar *reads, __global const uint *read_offset,
         in_out = !in_out;
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
-    uint chunk = (total + WG - 1) / WG;
-    uint lo = min(total, lid * chunk), hi = min(total, lo + chunk);
-    uint n_unique = 0;
-    for (uint i = lo; i < hi; ++i)
-        n_unique += spare[i] != NONE && (i == 0 || spare[i] != spare[i - 1]);
-    uint n_total;
-    uint dst = scan_items(n_unique, buf, lid, &n_total);
-    for (uint i = lo; i < hi; ++i)
-        if (spare[i] != NONE && (i == 0 || spare[i] != spare[i - 1]))
-            out[dst++] = spare[i];
+    uint n_unique = store_unique(spare, total, out, buf, lid);
     if (lid == 0)
-        out_count[r] = n_total;
+        out_count[r] = n_unique;
 }

@@ -142,15 +142,20 @@ class Device:
         access = mf.READ_WRITE if writable else mf.READ_ONLY
         return self.cl.Buffer(self.context, access | mf.COPY_HOST_PTR, hostbuf=data)
 
-    def join(self, parts: list[tuple[object, int]]):
-        """One buffer holding the first nbytes of each (buffer, nbytes), end to end."""
-        out = self.empty(sum(nbytes for _, nbytes in parts))
+    def join(self, parts: list[tuple[object, int]], extra: int = 0):
+        """One buffer holding the first nbytes of each (buffer, nbytes), end to end, and extra
+        bytes of room after them."""
+        out = self.empty(sum(nbytes for _, nbytes in parts) + extra)
         at = 0
         for buffer, nbytes in parts:
-            if nbytes:
-                self.cl.enqueue_copy(self.queue, out, buffer, byte_count=nbytes, dst_offset=at)
+            self.copy(out, at, buffer, nbytes)
             at += nbytes
         return out
+
+    def copy(self, dst, at: int, src, nbytes: int) -> None:
+        """The first nbytes of src to dst from byte at, on the device."""
+        if nbytes:
+            self.cl.enqueue_copy(self.queue, dst, src, byte_count=nbytes, dst_offset=at)
 
     def empty(self, nbytes: int):
         return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, size=max(int(nbytes), 1))

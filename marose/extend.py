@@ -133,29 +133,48 @@ class RowLoci:
     count: np.ndarray  # loci per row, int64
     end: np.ndarray  # genome end of each locus, int64: row 0's loci first, each row's by position
     dist: np.ndarray  # edit distance at that end, int64
-    candidates: np.ndarray  # candidates per row (summed over the filter calls)
+    candidates: np.ndarray  # distinct candidates per row
 
 
-def _candidate_runs(device: Device, candidates: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The sorted runs of every row, one per filter call, with the calls' lists placed end to
-    end: (run begin, run end, first run of each row + 1, candidates per row)."""
+SLICE = 32  # candidates of a row one work-item of row_loci takes
+MERGE_GROUP = 64
+
+
+def _one_run_per_row(device: Device, candidates: list) -> tuple[object, np.ndarray, np.ndarray]:
+    """The candidates of each row as one sorted, unique run: (buffer, row begin, row size).
+
+    The filter leaves one run per index segment; the runs of rows with several are merged on
+    the device (cl/sort.cl), after the lists, in the same buffer."""
     n_rows = candidates[0].n_rows
-    begins, sizes, owners = [], [], []
-    per_row = np.zeros(n_rows, dtype=np.int64)
-    base = 0
-    for c in candidates:
-        size = device.read(c.count, np.uint32, n_rows).astype(np.int64)
-        per_row += size
-        row = np.flatnonzero(size)
-        begins.append(base + c.offsets[:-1].astype(np.int64)[row])
-        sizes.append(size[row])
-        owners.append(row)
-        base += c.size
-    owner = np.concatenate(owners)
-    order = np.argsort(owner, kind="stable")
-    begin = np.concatenate(begins)[order]
-    row_runs = np.concatenate(([0], np.cumsum(np.bincount(owner, minlength=n_rows))))
-    return begin, begin + np.concatenate(sizes)[order], row_runs, per_row
+    sizes = np.stack([device.read(c.count, np.uint32, n_rows).astype(np.int64) for c in candidates])
+    bases = np.cumsum([0] + [c.size for c in candidates])
+    begins = bases[:-1, None] + np.stack([c.offsets[:-1].astype(np.int64) for c in candidates])
+    if len(candidates) == 1:
+        return candidates[0].buffer, begins[0], sizes[0]
+    present = sizes > 0
+    several = np.flatnonzero(present.sum(axis=0) > 1)
+    merged_offsets = _offsets(sizes[:, several].sum(axis=0))
+    merged_at = int(bases[-1])
+    values = device.join([(c.buffer, 4 * c.size) for c in candidates], extra=4 * int(merged_offsets[-1]))
+    single = np.argmax(present, axis=0)  # the one list (or none) of the other rows
+    row_begin, row_size = begins[single, np.arange(n_rows)], sizes[single, np.arange(n_rows)]
+    if several.size:
+        run_list, run_row = np.nonzero(present[:, several].T)[::-1]  # runs of the merged rows, by row
+        run_row = several[run_row]
+        row_runs = np.zeros(n_rows + 1, dtype=np.int64)
+        row_runs[1:] = np.cumsum(np.bincount(run_row, minlength=n_rows))
+        out = device.empty(4 * int(merged_offsets[-1]))
+        out_count = device.empty(4 * several.size)
+        device.launch(device.kernel(("sort.cl",), "merge_runs", {"WG": MERGE_GROUP, "KEY_BITS": 32}),
+                      (several.size * MERGE_GROUP,), (MERGE_GROUP,), device.to_device(several.astype(np.uint32)),
+                      device.to_device(row_runs.astype(np.uint32)),
+                      device.to_device(begins[run_list, run_row].astype(np.uint32)),
+                      device.to_device((begins + sizes)[run_list, run_row].astype(np.uint32)), values,
+                      device.to_device(merged_offsets), out, device.empty(4 * int(merged_offsets[-1])), out_count)
+        device.copy(values, 4 * merged_at, out, 4 * int(merged_offsets[-1]))
+        row_begin[several] = merged_at + merged_offsets[:-1]
+        row_size[several] = device.read(out_count, np.uint32, several.size)
+    return values, row_begin, row_size
 
 
 def _offsets(per_row: np.ndarray) -> np.ndarray:
@@ -174,34 +193,33 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     contig are one locus, at its rightmost end of least distance (as align.loci_from_hits)."""
     _check_k(k)
     n_rows = reads.lengths.size
-    empty = RowLoci(np.zeros(n_rows, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
-                    np.zeros(n_rows, np.int64))
     if not candidates or sum(c.size for c in candidates) == 0:
-        return empty
-    starts = candidates[0].buffer if len(candidates) == 1 else device.join([(c.buffer, 4 * c.size)
-                                                                              for c in candidates])
-    run_begin, run_end, row_runs, per_row = _candidate_runs(device, candidates)
-    defines = {"MAX_WORDS": max_words(int(reads.lengths.max()))}
-    kernel = device.kernel(DISTANCES, "row_loci", defines)
-    fixed = (*reads.buffers, genome_buffer, starts)
-    after = (device.to_device(run_end.astype(np.uint32)), device.to_device(row_runs.astype(np.uint32)),
-             np.uint32(n_rows), contig_start_buffer, np.uint32(n_contigs), np.uint32(k))
-    room = per_row  # a window rarely holds more than one locus; a row that finds more runs again
-    while True:
+        none = np.zeros(n_rows, np.int64)
+        return RowLoci(none, np.zeros(0, np.int64), np.zeros(0, np.int64), none)
+    values, row_begin, row_size = _one_run_per_row(device, candidates)
+    slices = -(-row_size // SLICE)
+    task_row = np.repeat(np.arange(n_rows), slices)
+    task_first = (np.arange(task_row.size) - np.repeat(np.cumsum(slices) - slices, slices)) * SLICE
+    n_tasks = task_row.size
+    kernel = device.kernel(DISTANCES, "row_loci", {"MAX_WORDS": max_words(int(reads.lengths.max()))})
+    arguments = (*reads.buffers, genome_buffer, values, device.to_device(row_begin.astype(np.uint32)),
+                 device.to_device(row_size.astype(np.uint32)), device.to_device(task_row.astype(np.uint32)),
+                 device.to_device(task_first.astype(np.uint32)), np.uint32(n_tasks), np.uint32(SLICE),
+                 contig_start_buffer, np.uint32(n_contigs), np.uint32(k))
+    room = np.minimum(SLICE, row_size[task_row] - task_first)  # a window rarely holds two loci
+    while True:  # a task that finds more runs again with room for them
         offsets = _offsets(room)
-        head = device.to_device(run_begin.astype(np.uint32), writable=True)
-        count, ends, dists = device.empty(4 * n_rows), device.empty(4 * int(offsets[-1])), device.empty(int(offsets[-1]))
-        offsets_buffer = device.to_device(offsets)
-        device.launch(kernel, groups(n_rows, 64), None, *fixed, head, *after, offsets_buffer, count, ends, dists)
-        found = device.read(count, np.uint32, n_rows).astype(np.int64)
+        size = int(offsets[-1])
+        count, ends, dists = device.empty(4 * n_tasks), device.empty(4 * size), device.empty(size)
+        device.launch(kernel, groups(n_tasks, 64), None, *arguments, device.to_device(offsets), count, ends, dists)
+        found = device.read(count, np.uint32, n_tasks).astype(np.int64)
         if np.all(found <= room):
             break
         room = np.maximum(room, found)
-    room_start = offsets[:-1].astype(np.int64)
-    index = np.arange(int(found.sum())) + np.repeat(room_start - (np.cumsum(found) - found), found)
-    size = int(offsets[-1])
-    return RowLoci(found, device.read(ends, np.uint32, size)[index].astype(np.int64),
-                   device.read(dists, np.uint8, size)[index].astype(np.int64), per_row)
+    index = np.arange(int(found.sum())) + np.repeat(offsets[:-1] - (np.cumsum(found) - found), found)
+    return RowLoci(np.bincount(task_row, weights=found, minlength=n_rows).astype(np.int64),
+                   device.read(ends, np.uint32, size)[index].astype(np.int64),
+                   device.read(dists, np.uint8, size)[index].astype(np.int64), row_size)
 
 
 def slice_starts(loci_end: np.ndarray, read_length: np.ndarray, contig_start: np.ndarray,

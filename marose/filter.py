@@ -12,7 +12,7 @@ from .device import Device
 from .dna import N_CODE, complement
 from .lookup import DeviceSegment
 
-PROGRAM = ("murmur3.cl", "phf.cl", "search.cl", "filter.cl")
+PROGRAM = ("murmur3.cl", "phf.cl", "search.cl", "sort.cl", "filter.cl")
 WORK_GROUP = 64
 MAX_LOCAL_CANDIDATES = 4096
 

@@ -8,7 +8,7 @@ import numpy as np
 import pysam
 import pytest
 
-from marose import align
+from marose import align, extend
 from marose.dna import N_CODE, encode, reverse_complement
 from conftest import mutate
 from marose.filter import DeviceCandidates
@@ -183,9 +183,12 @@ def expected_row_loci(case: Case, rows: list[list[int]], offsets: np.ndarray, k:
 
 @pytest.mark.parametrize("k", [0, 3, 8])
 @pytest.mark.parametrize("alphabet", [4, 2])
-def test_row_loci_merge_the_windows_of_each_row(device, k: int, alphabet: int) -> None:
-    """row_loci over three candidate lists (index segments) == the loci align finds in every
-    window of the row."""
+@pytest.mark.parametrize("slice_size", [1, 3, 32])
+def test_row_loci_merge_the_windows_of_each_row(device, monkeypatch, k: int, alphabet: int,
+                                                slice_size: int) -> None:
+    """row_loci over three candidate lists (index segments), each row cut into slices of
+    slice_size candidates, == the loci align finds in every window of the row."""
+    monkeypatch.setattr(extend, "SLICE", slice_size)
     case = Case(11 if alphabet == 4 else 21, alphabet=alphabet)
     offsets = np.append(case.contig_start, case.genome.size)
     rng = np.random.default_rng(k)
