@@ -200,26 +200,41 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     slices = -(-row_size // SLICE)
     task_row = np.repeat(np.arange(n_rows), slices)
     task_first = (np.arange(task_row.size) - np.repeat(np.cumsum(slices) - slices, slices)) * SLICE
-    n_tasks = task_row.size
     kernel = device.kernel(DISTANCES, "row_loci", {"MAX_WORDS": max_words(int(reads.lengths.max()))})
-    arguments = (*reads.buffers, genome_buffer, values, device.to_device(row_begin.astype(np.uint32)),
-                 device.to_device(row_size.astype(np.uint32)), device.to_device(task_row.astype(np.uint32)),
-                 device.to_device(task_first.astype(np.uint32)), np.uint32(n_tasks), np.uint32(SLICE),
-                 contig_start_buffer, np.uint32(n_contigs), np.uint32(k))
-    room = np.minimum(SLICE, row_size[task_row] - task_first)  # a window rarely holds two loci
-    while True:  # a task that finds more runs again with room for them
+    rows = (*reads.buffers, genome_buffer, values, device.to_device(row_begin.astype(np.uint32)),
+            device.to_device(row_size.astype(np.uint32)))
+    after = (np.uint32(SLICE), contig_start_buffer, np.uint32(n_contigs), np.uint32(k))
+
+    def run(tasks: np.ndarray, room: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Loci found by each task, given room for that many, and the ends and distances of the
+        tasks that had room for theirs."""
         offsets = _offsets(room)
         size = int(offsets[-1])
-        count, ends, dists = device.empty(4 * n_tasks), device.empty(4 * size), device.empty(size)
-        device.launch(kernel, groups(n_tasks, 64), None, *arguments, device.to_device(offsets), count, ends, dists)
-        found = device.read(count, np.uint32, n_tasks).astype(np.int64)
-        if np.all(found <= room):
-            break
-        room = np.maximum(room, found)
-    index = np.arange(int(found.sum())) + np.repeat(offsets[:-1] - (np.cumsum(found) - found), found)
-    return RowLoci(np.bincount(task_row, weights=found, minlength=n_rows).astype(np.int64),
-                   device.read(ends, np.uint32, size)[index].astype(np.int64),
-                   device.read(dists, np.uint8, size)[index].astype(np.int64), row_size)
+        count, ends, dists = device.empty(4 * tasks.size), device.empty(4 * size), device.empty(size)
+        device.launch(kernel, groups(tasks.size, 64), None, *rows, device.to_device(task_row[tasks].astype(np.uint32)),
+                      device.to_device(task_first[tasks].astype(np.uint32)), np.uint32(tasks.size), *after,
+                      device.to_device(offsets), count, ends, dists)
+        found = device.read(count, np.uint32, tasks.size).astype(np.int64)
+        kept = np.where(found <= room, found, 0)
+        index = np.arange(int(kept.sum())) + np.repeat(offsets[:-1] - (np.cumsum(kept) - kept), kept)
+        return found, device.read(ends, np.uint32, size)[index], device.read(dists, np.uint8, size)[index]
+
+    # Most candidates find no locus: room for one in four (and one more), and the tasks that find
+    # more run again with room for all.
+    room = (np.minimum(SLICE, row_size[task_row] - task_first) + 3) // 4 + 1
+    found, ends, dists = run(np.arange(task_row.size), room)
+    over = np.flatnonzero(found > room)
+    if over.size:
+        _, more_ends, more_dists = run(over, found[over])
+        fitted = np.ones(task_row.size, dtype=bool)
+        fitted[over] = False
+        place = np.repeat(fitted, found)
+        ends_all, dists_all = np.empty(int(found.sum()), np.uint32), np.empty(int(found.sum()), np.uint8)
+        ends_all[place], dists_all[place] = ends, dists
+        ends_all[~place], dists_all[~place] = more_ends, more_dists
+        ends, dists = ends_all, dists_all
+    return RowLoci(np.bincount(task_row, weights=found, minlength=n_rows).astype(np.int64), ends.astype(np.int64),
+                   dists.astype(np.int64), row_size)
 
 
 def slice_starts(loci_end: np.ndarray, read_length: np.ndarray, contig_start: np.ndarray,
