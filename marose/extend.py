@@ -1,10 +1,12 @@
-"""Host side of extend: end distances of reads in candidate windows (cl/extend.cl), canonical
-tracebacks of loci (cl/traceback.cl), and the CIGAR, NM and MD strings of a traceback.
+"""Host side of extend: end distances of reads in candidate windows and the loci of the
+filter's candidates (cl/extend.cl), canonical tracebacks of loci (cl/traceback.cl), and the
+CIGAR, NM and MD strings of a traceback.
 
-Both kernels compute what marose.align defines: ``end_distances`` row c equals
-``align.end_distances(read, genome[start:start + len], k)`` padded with 255, and a traceback
-of a locus ending at e, over the slice starting at a = max(contig start, e - (L + k) + 1),
-equals ``align.traceback`` on that contig.
+The kernels compute what marose.align defines: ``end_distances`` row c equals
+``align.end_distances(read, genome[start:start + len], k)`` padded with 255; ``row_loci``
+gives the loci ``align.loci_from_hits`` makes of every end within k of a row's windows; and a
+traceback of a locus ending at e, over the slice starting at a = max(contig start,
+e - (L + k) + 1), equals ``align.traceback`` on that contig.
 """
 
 from __future__ import annotations
@@ -137,7 +139,7 @@ class RowLoci:
 
 
 SLICE = 32  # candidates of a row one work-item of row_loci takes
-MERGE_GROUP = 64
+MERGE_GROUP = 64  # work-items merging one row's runs
 
 
 def _one_run_per_row(device: Device, candidates: list) -> tuple[object, np.ndarray, np.ndarray]:
