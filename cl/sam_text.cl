@@ -5,24 +5,74 @@
  * insertions skipped, the reference base for a mismatch (N for any code above 3).
  * Text rows are text_width bytes; the host gives room for the worst case of k edits. */
 
-/* Writes value in decimal at out[at...]; returns the new position. */
-inline uint put_number(__global char *out, uint at, uint value)
+inline uint put_char(__global char *out, uint at, char c, bool write)
 {
-    char digits[10];
-    uint n = 0;
-    do {
-        uint tenth = value / 10u;
-        digits[n++] = (char)('0' + (value - 10u * tenth));
-        value = tenth;
-    } while (value);
-    while (n)
-        out[at++] = digits[--n];
+    if (write)
+        out[at] = c;
+    return at + 1u;
+}
+
+/* Writes value in decimal at out[at...] (only counts the digits unless write); returns the new
+ * position. The put_ functions below do the same. */
+inline uint put_number(__global char *out, uint at, uint value, bool write)
+{
+    uint scale = 1;
+    while (value / scale >= 10u)
+        scale *= 10u;
+    for (; scale; scale /= 10u)
+        at = put_char(out, at, (char)('0' + value / scale % 10u), write);
     return at;
 }
 
 inline char base_letter(uchar code)
 {
     return code == 0 ? 'A' : code == 1 ? 'C' : code == 2 ? 'G' : code == 3 ? 'T' : 'N';
+}
+
+/* The CIGAR of count operations. */
+inline uint put_cigar(__global char *out, uint at, __global const uchar *op, uint count, bool write)
+{
+    for (uint i = 0; i < count;) {
+        uchar kind = op[i] < 2 ? 0 : op[i];  /* match and mismatch are both M */
+        uint run = 0;
+        while (i + run < count && (op[i + run] < 2 ? 0 : op[i + run]) == kind)
+            ++run;
+        at = put_number(out, at, run, write);
+        at = put_char(out, at, kind == 0 ? 'M' : kind == 2 ? 'I' : 'D', write);
+        i += run;
+    }
+    return at;
+}
+
+/* The MD string of count operations aligned from genome position ref. */
+inline uint put_md(__global char *out, uint at, __global const uchar *op, uint count,
+                   __global const uchar *genome, uint ref, bool write)
+{
+    uint matched = 0;
+    for (uint j = 0; j < count; ++j) {
+        if (op[j] == 0) {
+            ++matched;
+            ++ref;
+        } else if (op[j] == 1 || (op[j] == 3 && (j == 0 || op[j - 1] != 3))) {
+            at = put_number(out, at, matched, write);
+            if (op[j] == 3)
+                at = put_char(out, at, '^', write);
+            at = put_char(out, at, base_letter(genome[ref++]), write);
+            matched = 0;
+        } else if (op[j] == 3) {
+            at = put_char(out, at, base_letter(genome[ref++]), write);
+        }
+    }
+    return put_number(out, at, matched, write);
+}
+
+/* Edits among count operations: NM. */
+inline uint edit_count(__global const uchar *op, uint count)
+{
+    uint edits = 0;
+    for (uint j = 0; j < count; ++j)
+        edits += op[j] != 0;
+    return edits;
 }
 
 __kernel void alignment_text(__global const uchar *ops, __global const uint *op_count,
@@ -35,42 +85,8 @@ __kernel void alignment_text(__global const uchar *ops, __global const uint *op_
     if (t >= n)
         return;
     __global const uchar *op = ops + (size_t)t * ops_width;
-    __global char *c_out = cigar + (size_t)t * text_width;
-    __global char *m_out = md + (size_t)t * text_width;
-    uint count = op_count[t], ref = starts[t];
-    uint c_at = 0, m_at = 0, matched = 0, edits = 0;
-    for (uint i = 0; i < count;) {
-        uchar kind = op[i] < 2 ? 0 : op[i];  /* match and mismatch are both M */
-        uint run = 0;
-        while (i + run < count && (op[i + run] < 2 ? 0 : op[i + run]) == kind)
-            ++run;
-        c_at = put_number(c_out, c_at, run);
-        c_out[c_at++] = kind == 0 ? 'M' : kind == 2 ? 'I' : 'D';
-        for (uint j = i; j < i + run; ++j) {
-            if (op[j] == 0) {
-                ++matched;
-                ++ref;
-            } else if (op[j] == 1) {
-                m_at = put_number(m_out, m_at, matched);
-                m_out[m_at++] = base_letter(genome[ref++]);
-                matched = 0;
-                ++edits;
-            } else if (op[j] == 2) {
-                ++edits;
-            } else {
-                if (j == i) {
-                    m_at = put_number(m_out, m_at, matched);
-                    m_out[m_at++] = '^';
-                    matched = 0;
-                }
-                m_out[m_at++] = base_letter(genome[ref++]);
-                ++edits;
-            }
-        }
-        i += run;
-    }
-    m_at = put_number(m_out, m_at, matched);
-    cigar_length[t] = c_at;
-    md_length[t] = m_at;
-    nm[t] = edits;
+    uint count = op_count[t];
+    cigar_length[t] = put_cigar(cigar + (size_t)t * text_width, 0u, op, count, true);
+    md_length[t] = put_md(md + (size_t)t * text_width, 0u, op, count, genome, starts[t], true);
+    nm[t] = edit_count(op, count);
 }

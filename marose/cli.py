@@ -84,6 +84,7 @@ def run_map(args, log) -> None:
     from .params import default_max_errors
     from .reads import read_batches
     from .sam import SamWriter, format_batch, parse_read_group, sam_header
+    from .sam_records import DeviceSamFormatter
 
     if args.max_hits < 1:
         raise MaroseError("--max-hits must be at least 1")
@@ -105,7 +106,7 @@ def run_map(args, log) -> None:
     device = Device(args.device, profile=bool(args.stats))
     log(f"index {index.path} ({ref.total_length:,} bases, {len(index.segments)} segment(s)); "
         f"k={k}; device {describe(device.device)}")
-    mapper = Mapper(index, device, k, args.max_hits)
+    mapper = Mapper(index, device, k, args.max_hits, text_on_device=not args.xa)
     if args.explain:
         print(explain(mapper, len(first.seqs[0])), file=sys.stderr)
     header = sam_header(list(zip(ref.names, map(int, ref.lengths))), args.read_group,
@@ -114,17 +115,28 @@ def run_map(args, log) -> None:
     stats = mapper.stats
     progress = {"last": started}
 
-    def write(batch, mapped) -> None:
+    formatter = None if args.xa else DeviceSamFormatter(device, mapper.genome, ref.names, args.max_hits, rg_id)
+
+    def work(batch):
+        """The batch's hits, or with the formatter its SAM records, formatted on the device."""
+        hits, n_loci = mapper.map_batch(batch)
+        if formatter is None:
+            return hits, n_loci
         with stats.timing("format"):
-            text = format_batch(batch, *mapped, ref.names, args.max_hits, args.xa, rg_id)
+            return formatter.format(batch, hits, n_loci)
+
+    def write(batch, mapped) -> None:
+        if formatter is None:
+            with stats.timing("format"):
+                mapped = format_batch(batch, *mapped, ref.names, args.max_hits, args.xa, rg_id)
         with stats.timing("write"):
-            out.write(text)
+            out.write(mapped)
         if time.time() - progress["last"] > PROGRESS_SECONDS:
             progress["last"] = time.time()
             log(f"{stats.reads:,} reads, {stats.reads / (progress['last'] - started):,.0f} reads/s")
 
     with SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1) as out:
-        pipeline.run(_timed(itertools.chain([first], batches), stats), mapper.map_batch, write)
+        pipeline.run(_timed(itertools.chain([first], batches), stats), work, write)
         with stats.timing("write"):
             out.close()
     elapsed = time.time() - started

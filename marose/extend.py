@@ -402,8 +402,7 @@ def alignment_text(device: Device, traced: DeviceTracebacks, genome_buffer,
                   device.to_device(traced.count.astype(np.uint32)), device.to_device(traced.start.astype(np.uint32)),
                   genome_buffer, np.uint32(n), np.uint32(traced.width), np.uint32(width), cigar, cigar_length,
                   md, md_length, nm)
-    cigars = _text_rows(device.read(cigar, np.uint8, n * width).reshape(n, width),
-                        device.read(cigar_length, np.uint32, n).astype(np.int64))
-    mds = _text_rows(device.read(md, np.uint8, n * width).reshape(n, width),
-                     device.read(md_length, np.uint32, n).astype(np.int64))
-    return cigars, device.read(nm, np.uint32, n).astype(np.int64), mds
+    rows = [_text_rows(device.read(buffer, np.uint8, n * width).reshape(n, width),
+                       device.read(lengths, np.uint32, n).astype(np.int64))
+            for buffer, lengths in ((cigar, cigar_length), (md, md_length))]
+    return rows[0], device.read(nm, np.uint32, n).astype(np.int64), rows[1]

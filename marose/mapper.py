@@ -54,13 +54,16 @@ class Stats:
 class Mapper:
     """Maps batches of reads against a loaded index on one device."""
 
-    def __init__(self, index: Index, device: Device, k: int, max_hits: int | None = None):
+    def __init__(self, index: Index, device: Device, k: int, max_hits: int | None = None,
+                 text_on_device: bool = False):
         """max_hits: the loci of a read aligned and returned, best first (all when None); the
-        others are counted only."""
+        others are counted only. text_on_device: the hits keep their tracebacks on the device
+        (Hits.text, for sam_records) instead of CIGAR, MD and NM strings on the host."""
         self.index = index
         self.device = device
         self.k = k
         self.max_hits = max_hits
+        self.text_on_device = text_on_device
         ref = index.reference
         self.contig_offsets = ref.offsets
         self.genome = device.to_device(ref.codes)
@@ -185,10 +188,12 @@ class Mapper:
             traced = extend.trace(self.device, reads, self.genome, row, end, slice_start, self.k)
         if np.any(traced.count == 0):
             raise RuntimeError("a locus found by the extend kernel has no traceback")
+        pos = traced.start - self.contig_offsets[contig]
+        if self.text_on_device:
+            return Hits(row // 2, row % 2, contig, pos, dist, None, None, None, traced), n_loci
         with self.stats.timing("strings"):
             cigars, nm, mds = extend.alignment_text(self.device, traced, self.genome, self.k)
-        hits = Hits(read=row // 2, strand=row % 2, contig=contig, pos=traced.start - self.contig_offsets[contig],
-                    dist=dist, cigar=cigars, md=mds, nm=nm)
+        hits = Hits(row // 2, row % 2, contig, pos, dist, cigars, mds, nm)
         return hits, n_loci
 
     def _count_candidates(self, strands: Strands, per_row: np.ndarray) -> None:

@@ -41,8 +41,9 @@ MAPQ_MAX_AMBIGUOUS = 59
 MAPQ_PER_EDIT = 20
 MAPQ_SECONDARY = 0
 
-# Complements of IUPAC codes (a code for a set of bases maps to the set's complement).
-_COMPLEMENT = bytes.maketrans(b"ACGTUNRYKMSWBDHVacgtunrykmswbdhv",
+# Complements of IUPAC codes (a code for a set of bases maps to the set's complement), a
+# table for bytes.translate.
+COMPLEMENT = bytes.maketrans(b"ACGTUNRYKMSWBDHVacgtunrykmswbdhv",
                               b"TGCAANYRMKSWVHDBtgcaanyrmkswvhdb")
 _RG_TAG = re.compile(r"[A-Za-z][A-Za-z0-9]:")
 _CONTIG_NAME = re.compile(r"[!-)+-<>-~][!-~]*")  # printable, no space, no leading * or =
@@ -55,8 +56,9 @@ class Hits:
     read: index of the read within the batch; strand: 0 forward, 1 when the reverse
     complement of the read aligns to the forward genome; contig: contig index;
     pos: 0-based leftmost reference position; dist: edit distance; cigar: M/I/D
-    CIGAR; md: MD string (str or ASCII bytes); nm: NM value. Any object with these
-    attributes works.
+    CIGAR; md: MD string (str or ASCII bytes); nm: NM value. cigar, md and nm may be
+    None when text holds the tracebacks on the device (for sam_records). Any object
+    with these attributes works.
     """
 
     read: np.ndarray
@@ -64,9 +66,10 @@ class Hits:
     contig: np.ndarray
     pos: np.ndarray
     dist: np.ndarray
-    cigar: Sequence[str] | Sequence[bytes]
-    md: Sequence[str] | Sequence[bytes]
-    nm: np.ndarray
+    cigar: Sequence[str] | Sequence[bytes] | None
+    md: Sequence[str] | Sequence[bytes] | None
+    nm: np.ndarray | None
+    text: object = None  # extend.DeviceTracebacks, when CIGAR, MD and NM are left to sam_records
 
 
 def parse_read_group(text: str) -> tuple[str, str]:
@@ -149,7 +152,7 @@ def format_batch(batch: ReadBatch, hits: Hits, n_loci: np.ndarray | Sequence[int
     hstrand = strand[idx]
     primary = rank[idx] == 0
     flag = 16 * hstrand + np.where(primary, 0, 256)
-    mapq = np.where(primary, _mapq(counts, loci, dist, first)[hread], MAPQ_SECONDARY)
+    mapq = np.where(primary, primary_mapq(counts, loci, dist, first)[hread], MAPQ_SECONDARY)
     oriented = hread + n * hstrand  # row in [forward..., reverse...]
     seq_col = _with_reverse(batch.seqs, hstrand, complement=True)[oriented]
     qual_col = (quals[hread] if batch.quals is None
@@ -175,9 +178,11 @@ def format_batch(batch: ReadBatch, hits: Hits, n_loci: np.ndarray | Sequence[int
     return b"\n".join(out_lines)
 
 
-def _mapq(counts: np.ndarray, loci: np.ndarray, dist: np.ndarray,
+def primary_mapq(counts: np.ndarray, loci: np.ndarray, dist: np.ndarray,
           first: np.ndarray) -> np.ndarray:
-    """MAPQ of each read's primary record (see the module docstring)."""
+    """MAPQ of each read's primary record (see the module docstring), from the reads' hit
+    counts, loci and the distances of hits sorted by read, best first (first: each read's first
+    hit)."""
     if not len(dist):
         return np.zeros(len(counts), dtype=np.int64)
     d1 = dist[np.minimum(first, len(dist) - 1)]
@@ -220,7 +225,7 @@ def _with_reverse(texts: list[bytes], strand: np.ndarray, complement: bool) -> n
         return _objects(texts)
     block = b"\n".join(texts)
     if complement:
-        block = block.translate(_COMPLEMENT)
+        block = block.translate(COMPLEMENT)
     backward = block[::-1].split(b"\n")
     backward.reverse()
     return _objects(texts + backward)

@@ -1,0 +1,95 @@
+/* Whole SAM records of a batch, one work-item per record, as marose/sam.py's format_batch
+ * writes them without XA tags. Record i is hit record_hit[i] of read record_read[i], or the
+ * read unmapped where record_hit[i] is -1. Hits carry their FLAG, MAPQ, contig, 0-based
+ * position (genome position start), edit distance and traceback operations (op_count of row h
+ * of ops, cl/traceback.cl), from which CIGAR, MD and NM are written as in sam_text.cl.
+ * A reverse-strand record holds the reverse complement of the read (complement: a table of
+ * 256 bytes) and its qualities reversed. tail follows the HN tag (a read group tag or nothing).
+ *
+ * Two passes: with write 0 each record's length, newline included, goes to length[i]; with
+ * write 1 the record goes to out from out_offset[i]. Needs sam_text.cl. */
+
+inline uint put_text(__global char *out, uint at, __global const char *text, uint n, bool write)
+{
+    if (write)
+        for (uint j = 0; j < n; ++j)
+            out[at + j] = text[j];
+    return at + n;
+}
+
+inline uint put_literal(__global char *out, uint at, __constant char *text, bool write)
+{
+    for (; *text; ++text)
+        at = put_char(out, at, *text, write);
+    return at;
+}
+
+/* The read's bases (or qualities) [from, from + n) of text, reversed, complemented by table. */
+inline uint put_reversed(__global char *out, uint at, __global const char *text, uint n,
+                         __global const uchar *table, bool write)
+{
+    if (write)
+        for (uint j = 0; j < n; ++j)
+            out[at + j] = table ? (char)table[(uchar)text[n - 1u - j]] : text[n - 1u - j];
+    return at + n;
+}
+
+__kernel void sam_records(uint n_records, uint write, __global const uint *record_read,
+                          __global const int *record_hit, __global const char *names,
+                          __global const uint *name_offset, __global const char *seqs,
+                          __global const uint *seq_offset, __global const char *quals, uint has_quals,
+                          __global const uint *read_loci, __global const uint *hit_flag,
+                          __global const uint *hit_mapq, __global const uint *hit_contig,
+                          __global const uint *hit_pos, __global const uint *hit_dist,
+                          __global const uchar *ops, __global const uint *op_count, uint ops_width,
+                          __global const uint *start, __global const uchar *genome,
+                          __global const char *contig_names,
+                          __global const uint *contig_name_offset, __global const uchar *complement,
+                          __global const char *tail, uint tail_length, __global const uint *out_offset,
+                          __global char *out, __global uint *length)
+{
+    uint i = get_global_id(0);
+    if (i >= n_records)
+        return;
+    bool put = write != 0u;
+    uint r = record_read[i];
+    int h = record_hit[i];
+    __global char *o = put ? out + out_offset[i] : out;
+    uint at = put_text(o, 0u, names + name_offset[r], name_offset[r + 1] - name_offset[r], put);
+    __global const char *seq = seqs + seq_offset[r], *qual = quals + seq_offset[r];
+    uint n_bases = seq_offset[r + 1] - seq_offset[r];
+    bool reverse = h >= 0 && (hit_flag[h] & 16u);
+    at = put_char(o, at, '\t', put);
+    if (h < 0) {
+        at = put_literal(o, at, "4\t*\t0\t0\t*\t*\t0\t0\t", put);
+    } else {
+        at = put_char(o, put_number(o, at, hit_flag[h], put), '\t', put);
+        uint c = hit_contig[h];
+        at = put_text(o, at, contig_names + contig_name_offset[c], contig_name_offset[c + 1] - contig_name_offset[c], put);
+        at = put_char(o, put_number(o, put_char(o, at, '\t', put), hit_pos[h] + 1u, put), '\t', put);
+        at = put_char(o, put_number(o, at, hit_mapq[h], put), '\t', put);
+        at = put_cigar(o, at, ops + (size_t)h * ops_width, op_count[h], put);
+        at = put_literal(o, at, "\t*\t0\t0\t", put);
+    }
+    at = reverse ? put_reversed(o, at, seq, n_bases, complement, put) : put_text(o, at, seq, n_bases, put);
+    at = put_char(o, at, '\t', put);
+    if (!has_quals)
+        at = put_char(o, at, '*', put);
+    else
+        at = reverse ? put_reversed(o, at, qual, n_bases, 0, put) : put_text(o, at, qual, n_bases, put);
+    if (h < 0) {
+        at = put_literal(o, at, "\tHN:i:0", put);
+    } else {
+        __global const uchar *op = ops + (size_t)h * ops_width;
+        at = put_number(o, put_literal(o, at, "\tNM:i:", put), edit_count(op, op_count[h]), put);
+        at = put_md(o, put_literal(o, at, "\tMD:Z:", put), op, op_count[h], genome, start[h], put);
+        at = put_literal(o, at, "\tAS:i:", put);
+        if (hit_dist[h])
+            at = put_char(o, at, '-', put);
+        at = put_number(o, at, hit_dist[h], put);
+        at = put_number(o, put_literal(o, at, "\tHN:i:", put), read_loci[r], put);
+    }
+    at = put_char(o, put_text(o, at, tail, tail_length, put), '\n', put);
+    if (!put)
+        length[i] = at;
+}

@@ -1,0 +1,83 @@
+"""SAM records of a batch written on the device (cl/sam_records.cl): byte for byte what
+sam.format_batch writes without XA tags, from hits whose tracebacks were left on the device
+(extend.DeviceTracebacks in Hits.text)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .device import Device, groups
+from .reads import ReadBatch
+from .sam import COMPLEMENT, Hits, primary_mapq
+
+PROGRAM = ("sam_text.cl", "sam_records.cl")
+
+
+def _packed(texts: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """Texts end to end and the offset of each (one more at the end)."""
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.uint32)
+    return np.frombuffer(b"".join(texts) or b"\0", dtype=np.uint8), offsets
+
+
+class DeviceSamFormatter:
+    """Formats batches on one device for a reference's contigs, max_hits records a read and an
+    optional read group."""
+
+    def __init__(self, device: Device, genome_buffer, contig_names: Sequence[str], max_hits: int,
+                 read_group_id: str | None):
+        if max_hits < 1:
+            raise ValueError("max_hits must be at least 1")
+        self.device = device
+        self.genome = genome_buffer
+        self.max_hits = max_hits
+        names, offsets = _packed([name.encode("ascii") for name in contig_names])
+        self.contigs = (device.to_device(names), device.to_device(offsets))
+        self.complement = device.to_device(np.frombuffer(COMPLEMENT, dtype=np.uint8))
+        tail = b"" if read_group_id is None else b"\tRG:Z:" + read_group_id.encode("ascii")
+        self.tail = (device.to_device(np.frombuffer(tail or b"\0", dtype=np.uint8)), np.uint32(len(tail)))
+        self.kernel = device.kernel(PROGRAM, "sam_records")
+
+    def format(self, batch: ReadBatch, hits: Hits, n_loci: np.ndarray) -> np.ndarray:
+        """The batch's SAM records as bytes (a uint8 array), in input order."""
+        d, n = self.device, len(batch)
+        if n == 0:
+            return np.zeros(0, np.uint8)
+        read = np.asarray(hits.read, dtype=np.int64)
+        counts = np.bincount(read, minlength=n)
+        loci = np.asarray(n_loci, dtype=np.int64)
+        first = np.cumsum(counts) - counts
+        rank = np.arange(read.size) - first[read]
+        per_read = np.where(counts > 0, np.minimum(counts, self.max_hits), 1)
+        record_read = np.repeat(np.arange(n), per_read)
+        record_hit = np.full(record_read.size, -1, dtype=np.int32)
+        record_hit[np.repeat(counts > 0, per_read)] = np.flatnonzero(rank < self.max_hits)
+        dist = np.asarray(hits.dist, dtype=np.int64)
+        flag = 16 * np.asarray(hits.strand, dtype=np.int64) + np.where(rank == 0, 0, 256)
+        mapq = np.where(rank == 0, primary_mapq(counts, loci, dist, first)[read], 0)
+        names, name_offset = _packed([name.encode("ascii") for name in batch.names])
+        seqs, seq_offset = _packed(batch.seqs)
+        quals = _packed(batch.quals)[0] if batch.quals is not None else np.zeros(1, np.uint8)
+        text = hits.text
+
+        def uint(values) -> object:
+            return d.to_device(np.asarray(values).astype(np.uint32))
+
+        arguments = [uint(record_read), d.to_device(record_hit), d.to_device(names), d.to_device(name_offset),
+                     d.to_device(seqs), d.to_device(seq_offset), d.to_device(quals),
+                     np.uint32(batch.quals is not None), uint(loci), uint(flag), uint(mapq), uint(hits.contig),
+                     uint(hits.pos), uint(dist), text.ops, uint(text.count), np.uint32(text.width),
+                     uint(text.start), self.genome, *self.contigs, self.complement, *self.tail]
+        n_records = record_read.size
+        lengths = d.empty(4 * n_records)
+        d.launch(self.kernel, groups(n_records, 64), None, np.uint32(n_records), np.uint32(0), *arguments,
+                 d.to_device(np.zeros(1, np.uint32)), d.empty(1), lengths)
+        offsets = np.concatenate(([0], np.cumsum(d.read(lengths, np.uint32, n_records), dtype=np.int64)))
+        if offsets[-1] >= 2**32:
+            raise MemoryError("SAM text of one batch over 4 GiB; use a smaller batch size")
+        out = d.empty(int(offsets[-1]))
+        d.launch(self.kernel, groups(n_records, 64), None, np.uint32(n_records), np.uint32(1), *arguments,
+                 d.to_device(offsets.astype(np.uint32)), out, lengths)
+        return d.read(out, np.uint8, int(offsets[-1]))

@@ -1,0 +1,72 @@
+"""SAM records written on the device (marose/sam_records.py) == sam.format_batch, byte for byte."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from indexer import cli as index_cli
+from indexer import store
+from marose.mapper import Mapper
+from marose.reads import read_batches
+from marose.sam import format_batch
+from marose.sam_records import DeviceSamFormatter
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="module")
+def lambda_index(tmp_path_factory):
+    fasta = tmp_path_factory.mktemp("lambda") / "lambda.fa.gz"
+    fasta.write_bytes((DATA / "lambda_virus.fa.gz").read_bytes())
+    assert index_cli.main([str(fasta), "-q"]) == 0
+    return store.load(str(fasta) + ".marose")
+
+
+def fasta_copy(fastq: Path, path: Path, rng: np.random.Generator) -> Path:
+    """The reads as FASTA (no qualities), some with IUPAC codes other than N."""
+    lines = []
+    for batch in read_batches(str(fastq), 1000):
+        for name, seq in zip(batch.names, batch.seqs):
+            seq = bytearray(seq)
+            if rng.random() < 0.2:
+                seq[int(rng.integers(0, len(seq)))] = ord("RYKMSWBDHV"[int(rng.integers(0, 10))])
+            lines.append(f">{name} description\n{seq.decode()}\n")
+    path.write_text("".join(lines))
+    return path
+
+
+@pytest.mark.parametrize("fastq", [True, False])
+@pytest.mark.parametrize("max_hits, read_group", [(1, None), (3, "run1"), (100, None)])
+def test_device_records_equal_format_batch(device, lambda_index, tmp_path, fastq: bool, max_hits: int,
+                                           read_group: str | None) -> None:
+    reads = DATA / "lambda_reads.fq.gz"
+    if not fastq:
+        reads = fasta_copy(reads, tmp_path / "reads.fa", np.random.default_rng(3))
+    batch = next(read_batches(str(reads), 400))
+    names = lambda_index.reference.names
+    on_host = Mapper(lambda_index, device, 6, max_hits)
+    on_device = Mapper(lambda_index, device, 6, max_hits, text_on_device=True)
+    hits, n_loci = on_host.map_batch(batch)
+    device_hits, device_loci = on_device.map_batch(batch)
+    assert hits.text is None and device_hits.cigar is None and np.array_equal(n_loci, device_loci)
+    want = format_batch(batch, hits, n_loci, names, max_hits, False, read_group)
+    formatter = DeviceSamFormatter(device, on_device.genome, names, max_hits, read_group)
+    got = formatter.format(batch, device_hits, device_loci)
+    assert got.tobytes() == want
+    records = want.decode().splitlines()
+    assert sum(int(r.split("\t")[1]) & 16 != 0 for r in records) > 20  # reverse-strand records
+    assert sum(int(r.split("\t")[1]) == 4 for r in records) > 20  # unmapped reads (N beyond k)
+
+
+def test_device_records_of_reads_without_hits(device, lambda_index, tmp_path) -> None:
+    reads = tmp_path / "r.fq"
+    reads.write_text("@a\nACGTNNNNNNACGTNNNNNNACGT\n+\nIIIIIIIIIIIIIIIIIIIIIIII\n@b\nAC\n+\nII\n")
+    batch = next(read_batches(str(reads), 10))
+    mapper = Mapper(lambda_index, device, 2, 5, text_on_device=True)
+    hits, n_loci = mapper.map_batch(batch)
+    got = DeviceSamFormatter(device, mapper.genome, lambda_index.reference.names, 5, None).format(batch, hits, n_loci)
+    assert got.tobytes() == (b"a\t4\t*\t0\t0\t*\t*\t0\t0\tACGTNNNNNNACGTNNNNNNACGT\tIIIIIIIIIIIIIIIIIIIIIIII\tHN:i:0\n"
+                             b"b\t4\t*\t0\t0\t*\t*\t0\t0\tAC\tII\tHN:i:0\n")
