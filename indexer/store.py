@@ -151,11 +151,22 @@ def _map_array(path: str, name: str, spec: dict, verify: bool) -> np.ndarray:
     if size != spec["bytes"]:
         raise MaroseError(f"{file_path}: {size} bytes where the manifest says {spec['bytes']} "
                           "(truncated or damaged); rebuild the index")
-    if verify and _crc32(file_path) != spec["crc32"]:
-        raise MaroseError(f"{file_path}: checksum mismatch (corrupted); rebuild the index")
+    if verify:
+        _check_crc32(file_path, spec)
     if spec["bytes"] == 0:
         return np.zeros(spec["shape"], dtype=spec["dtype"])
     return np.memmap(file_path, dtype=spec["dtype"], mode="r", shape=tuple(spec["shape"]))
+
+
+def _check_crc32(file_path: str, spec: dict) -> None:
+    if _crc32(file_path) != spec["crc32"]:
+        raise MaroseError(f"{file_path}: checksum mismatch (corrupted); rebuild the index")
+
+
+def check_checksums(index: Index) -> None:
+    """Check the checksums of an index loaded without them (MaroseError on a mismatch)."""
+    for name, spec in index.manifest["files"].items():
+        _check_crc32(os.path.join(index.path, name), spec)
 
 
 def load(path: str, verify: bool = True) -> Index:

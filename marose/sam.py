@@ -373,6 +373,12 @@ class SamWriter:
             self.abort()
 
 
+def kept_at_close(path: str | None) -> bool:
+    """Whether SamWriter keeps output to path only at close (a regular file, written under a
+    temporary name), so that a run can still fail without leaving any of it."""
+    return path not in (None, "-") and not _is_special(path)
+
+
 def _is_special(path: str) -> bool:
     """An existing path that is not a regular file (/dev/null, a named pipe, /dev/stdout)."""
     import stat

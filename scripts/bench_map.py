@@ -91,7 +91,8 @@ def main() -> None:
         f"### marose map {args.label} ({datetime.date.today()}, {stats['device']}; host {machine()})",
         "",
         f"Command: `marose map -x {args.index} {args.reads} -k {args.k}{''.join(' ' + a for a in args.extra)}`; "
-        f"whole process {wall:.2f} s (index load and kernel builds included)",
+        f"whole process {wall:.2f} s, of which setup {seconds.get('setup', 0):.2f} s (imports, index load, "
+        "device, index upload)",
         "",
         "| stage | seconds | reads/s |",
         "|---|---:|---:|",

@@ -246,6 +246,24 @@ def test_bad_reads_give_a_clear_error_and_no_output(lambda_index, tmp_path, name
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]
 
 
+def test_corrupted_index_fails_the_run_and_writes_nothing(tmp_path):
+    fasta = tmp_path / "lambda.fa.gz"
+    fasta.write_bytes(open(LAMBDA, "rb").read())
+    index = build_index(str(fasta))
+    fq = write_reads(tmp_path / "r.fq", simulate(read_fasta(LAMBDA), 20, 50, 1, np.random.default_rng(7)))
+    with open(f"{index}/seg000.positions", "r+b") as handle:  # the positions keep their size
+        handle.seek(8)
+        byte = handle.read(1)
+        handle.seek(8)
+        handle.write(bytes([byte[0] ^ 0x01]))
+    for out in (tmp_path / "out.sam", "-"):  # checked while mapping into a file, before writing to stdout
+        result = map_subprocess(["-x", index, fq, "-o", out])
+        assert result.returncode == 1
+        assert b"seg000.positions: checksum mismatch" in result.stderr and b"Traceback" not in result.stderr
+        assert result.stdout == b""
+    assert not (tmp_path / "out.sam").exists() and not list(tmp_path.glob(".out.sam*"))
+
+
 def test_short_and_all_n_reads_are_unmapped(lambda_index, tmp_path):
     fq = tmp_path / "odd.fq"
     fq.write_text("@short\nACGTACGT\n+\nIIIIIIII\n@alln\n" + "N" * 50 + "\n+\n" + "I" * 50 + "\n")
