@@ -97,16 +97,18 @@ def run_map(args, log) -> None:
     rg_id = parse_read_group(args.read_group)[1] if args.read_group else None
     if args.reads != "-" and not os.path.isfile(args.reads):
         raise MaroseError(f"{args.reads}: no such file")
-    index = store.load(find_index(args.index), verify=False)
-    checked = _checksums(index)
-    ref = index.reference
     if args.threads:
         os.environ.setdefault("POCL_CPU_MAX_CU_COUNT", str(args.threads))
         os.environ.setdefault("POCL_MAX_PTHREAD_COUNT", str(args.threads))
+    opened = _in_background(Device, args.device, bool(args.stats))  # while the index loads
+    index = store.load(find_index(args.index), verify=False)
+    # the checksums are checked while mapping (zlib releases the interpreter lock)
+    checked = _in_background(store.check_checksums, index)
+    ref = index.reference
     batches = read_batches(args.reads, args.batch_size)
     first = next(batches)
     k = args.max_errors if args.max_errors is not None else default_max_errors(len(first.seqs[0]))
-    device = Device(args.device, profile=bool(args.stats))
+    device = opened.result()
     log(f"index {index.path} ({ref.total_length:,} bases, {len(index.segments)} segment(s)); "
         f"k={k}; device {describe(device.device)}")
     mapper = Mapper(index, device, k, args.max_hits, text_on_device=not args.xa)
@@ -120,15 +122,17 @@ def run_map(args, log) -> None:
 
     formatter = None if args.xa else DeviceSamFormatter(device, mapper.genome, ref.names, args.max_hits, rg_id)
 
-    def work(batch):
+    def work(item):
         """The batch's hits, or with the formatter its SAM records, formatted on the device."""
-        hits, n_loci = mapper.map_batch(batch)
+        batch, encoded = item
+        hits, n_loci = mapper.map_batch(batch, encoded)
         if formatter is None:
             return hits, n_loci
         with stats.timing("format"):
             return formatter.format(batch, hits, n_loci)
 
-    def write(batch, mapped) -> None:
+    def write(item, mapped) -> None:
+        batch = item[0]
         if formatter is None:
             with stats.timing("format"):
                 mapped = format_batch(batch, *mapped, ref.names, args.max_hits, args.xa, rg_id)
@@ -142,7 +146,8 @@ def run_map(args, log) -> None:
         checked.result()
     with SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1) as out:
         try:
-            pipeline.run(_timed(itertools.chain([first], batches), stats), work, write)
+            pipeline.run(((b, mapper.encode(b)) for b in _timed(itertools.chain([first], batches), stats)),
+                         work, write)  # parsing and encoding in the read-ahead thread
         finally:
             checked.result()  # a corrupted index is the error to report, whatever else failed
         with stats.timing("write"):
@@ -153,15 +158,12 @@ def run_map(args, log) -> None:
         write_stats(args.stats, stats, elapsed, started - setup_started, device)
 
 
-def _checksums(index) -> Future:
-    """The index's checksums, checked in a thread (zlib releases the interpreter lock) so that
-    the check overlaps mapping; result() raises MaroseError for a corrupted index."""
-    from indexer import store
-
+def _in_background(function, *args) -> Future:
+    """function(*args) in a thread of its own; result() returns its value or raises its error."""
     pool = ThreadPoolExecutor(max_workers=1)
-    checked = pool.submit(store.check_checksums, index)
+    future = pool.submit(function, *args)
     pool.shutdown(wait=False)
-    return checked
+    return future
 
 
 def _timed(batches, stats):

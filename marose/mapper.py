@@ -51,6 +51,15 @@ class Stats:
             self.seconds[stage] += time.perf_counter() - started
 
 
+@dataclass
+class Encoded:
+    """A batch ready for the device: both strands of each read, and the reads left unmapped."""
+
+    strands: Strands
+    too_short: np.ndarray  # shorter than one index pattern
+    too_many_n: np.ndarray  # more N than k (and not too short)
+
+
 class Mapper:
     """Maps batches of reads against a loaded index on one device."""
 
@@ -127,24 +136,30 @@ class Mapper:
                                      self.contig_offsets)
         return self.filters[e]
 
-    def map_batch(self, batch: ReadBatch) -> tuple[Hits, np.ndarray]:
-        """The loci of every read of the batch, sorted by read then best first (up to max_hits a
-        read), and the number of loci of each read."""
+    def encode(self, batch: ReadBatch) -> Encoded:
+        """The batch's strands and which reads can be mapped: host work only, which a thread
+        other than the mapping one may do."""
         with self.stats.timing("encode"):
             codes, lengths = batch.codes()
-            n = lengths.size
             n_bases_n = np.sum((codes == N_CODE) & (np.arange(codes.shape[1]) < lengths[:, None]), axis=1)
             too_short, too_many_n = lengths < self.index.params.width, n_bases_n > self.k
-            mappable = ~too_short & ~too_many_n
-            self.stats.too_short += int(too_short.sum())
-            self.stats.too_many_n += int((too_many_n & ~too_short).sum())
-            strands = Strands.from_reads(codes, lengths)
+            return Encoded(Strands.from_reads(codes, lengths), too_short, too_many_n & ~too_short)
+
+    def map_batch(self, batch: ReadBatch, encoded: Encoded | None = None) -> tuple[Hits, np.ndarray]:
+        """The loci of every read of the batch, sorted by read then best first (up to max_hits a
+        read), and the number of loci of each read. encoded: the batch's encode(), if done."""
+        if encoded is None:
+            encoded = self.encode(batch)
+        strands = encoded.strands
+        self.stats.too_short += int(encoded.too_short.sum())
+        self.stats.too_many_n += int(encoded.too_many_n.sum())
+        with self.stats.timing("encode"):
             reads = extend.upload_reads(self.device, (strands.codes.reshape(-1), strands.offsets,
                                                       np.maximum(strands.lengths, 1)))
         with self.stats.timing("filter"):
-            candidates = self._candidates(strands, np.repeat(mappable, 2))
+            candidates = self._candidates(strands, np.repeat(~encoded.too_short & ~encoded.too_many_n, 2))
         hits, n_loci = self._extend(strands, reads, candidates)
-        self._count(n, n_loci)
+        self._count(strands.n // 2, n_loci)
         return hits, n_loci
 
     def _candidates(self, strands: Strands, active: np.ndarray) -> list[DeviceCandidates]:

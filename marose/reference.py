@@ -7,7 +7,6 @@ import os
 from dataclasses import dataclass
 
 import numpy as np
-import pysam
 
 from .dna import N_CODE, encode
 from .errors import MaroseError
@@ -65,6 +64,8 @@ def read_fasta(path: str) -> Reference:
     parts: list[np.ndarray] = []
     seen: set[str] = set()
     try:
+        import pysam  # here, so that loading an index does not import it
+
         with pysam.FastxFile(path) as fasta:
             for record in fasta:
                 name, sequence = record.name, record.sequence or ""

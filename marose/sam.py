@@ -31,7 +31,6 @@ from types import TracebackType
 from typing import BinaryIO, Sequence
 
 import numpy as np
-import pysam
 
 from marose.errors import MaroseError
 from marose.reads import ReadBatch
@@ -330,6 +329,8 @@ class SamWriter:
             self._out.close()
             if self.is_bam:
                 threads = ["-@", str(self.threads - 1)] if self.threads > 1 else []
+                import pysam  # only for BAM, so that SAM output does not import it
+
                 pysam.view("-b", "--no-PG", *threads, "-o", bam, self._tmp,
                            catch_stdout=False)
                 os.replace(bam, self.path)
