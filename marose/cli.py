@@ -100,15 +100,15 @@ def run_map(args, log) -> None:
     if args.threads:
         os.environ.setdefault("POCL_CPU_MAX_CU_COUNT", str(args.threads))
         os.environ.setdefault("POCL_MAX_PTHREAD_COUNT", str(args.threads))
-    opened = _in_background(Device, args.device, bool(args.stats))  # while the index loads
-    index = store.load(find_index(args.index), verify=False)
+    loading = _in_background(store.load, find_index(args.index), False)  # while the device opens
+    device = Device(args.device, profile=bool(args.stats))  # OpenCL calls stay in this thread
+    index = loading.result()
     # the checksums are checked while mapping (zlib releases the interpreter lock)
     checked = _in_background(store.check_checksums, index)
     ref = index.reference
     batches = read_batches(args.reads, args.batch_size)
     first = next(batches)
     k = args.max_errors if args.max_errors is not None else default_max_errors(len(first.seqs[0]))
-    device = opened.result()
     log(f"index {index.path} ({ref.total_length:,} bases, {len(index.segments)} segment(s)); "
         f"k={k}; device {describe(device.device)}")
     mapper = Mapper(index, device, k, args.max_hits, text_on_device=not args.xa)
