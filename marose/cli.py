@@ -122,17 +122,15 @@ def run_map(args, log) -> None:
 
     formatter = None if args.xa else DeviceSamFormatter(device, mapper.genome, ref.names, args.max_hits, rg_id)
 
-    def work(item):
+    def work(batch):
         """The batch's hits, or with the formatter its SAM records, formatted on the device."""
-        batch, encoded = item
-        hits, n_loci = mapper.map_batch(batch, encoded)
+        hits, n_loci = mapper.map_batch(batch)
         if formatter is None:
             return hits, n_loci
         with stats.timing("format"):
             return formatter.format(batch, hits, n_loci)
 
-    def write(item, mapped) -> None:
-        batch = item[0]
+    def write(batch, mapped) -> None:
         if formatter is None:
             with stats.timing("format"):
                 mapped = format_batch(batch, *mapped, ref.names, args.max_hits, args.xa, rg_id)
@@ -146,8 +144,7 @@ def run_map(args, log) -> None:
         checked.result()
     with SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1) as out:
         try:
-            pipeline.run(((b, mapper.encode(b)) for b in _timed(itertools.chain([first], batches), stats)),
-                         work, write)  # parsing and encoding in the read-ahead thread
+            pipeline.run(_timed(itertools.chain([first], batches), stats), work, write)
         finally:
             checked.result()  # a corrupted index is the error to report, whatever else failed
         with stats.timing("write"):

@@ -136,20 +136,18 @@ class Mapper:
                                      self.contig_offsets)
         return self.filters[e]
 
-    def encode(self, batch: ReadBatch) -> Encoded:
-        """The batch's strands and which reads can be mapped: host work only, which a thread
-        other than the mapping one may do."""
+    def _encode(self, batch: ReadBatch) -> Encoded:
+        """The batch's strands and which reads can be mapped."""
         with self.stats.timing("encode"):
             codes, lengths = batch.codes()
             n_bases_n = np.sum((codes == N_CODE) & (np.arange(codes.shape[1]) < lengths[:, None]), axis=1)
             too_short, too_many_n = lengths < self.index.params.width, n_bases_n > self.k
             return Encoded(Strands.from_reads(codes, lengths), too_short, too_many_n & ~too_short)
 
-    def map_batch(self, batch: ReadBatch, encoded: Encoded | None = None) -> tuple[Hits, np.ndarray]:
+    def map_batch(self, batch: ReadBatch) -> tuple[Hits, np.ndarray]:
         """The loci of every read of the batch, sorted by read then best first (up to max_hits a
-        read), and the number of loci of each read. encoded: the batch's encode(), if done."""
-        if encoded is None:
-            encoded = self.encode(batch)
+        read), and the number of loci of each read."""
+        encoded = self._encode(batch)
         strands = encoded.strands
         self.stats.too_short += int(encoded.too_short.sum())
         self.stats.too_many_n += int(encoded.too_many_n.sum())
