@@ -8,11 +8,12 @@ import numpy as np
 
 from indexer.build import IndexParams
 
-from .device import Device
+from .device import Device, groups
 from .dna import N_CODE, complement
 from .lookup import DeviceSegment
 
 PROGRAM = ("murmur3.cl", "phf.cl", "search.cl", "sort.cl", "filter.cl")
+STRANDS = ("strands.cl",)
 WORK_GROUP = 64
 MAX_LOCAL_CANDIDATES = 4096
 
@@ -20,10 +21,13 @@ MAX_LOCAL_CANDIDATES = 4096
 @dataclass
 class Strands:
     """Both strands of a batch of reads as rows of codes: row 2 r is read r, row 2 r + 1 its
-    reverse complement; rows are padded with N to a common width."""
+    reverse complement; rows are padded with N to a common width. The rows live on the host
+    (codes), on the device (buffer), or both."""
 
-    codes: np.ndarray  # (2 n, width) uint8
+    codes: np.ndarray | None  # (2 n, width) uint8
     lengths: np.ndarray  # (2 n,) uint32
+    width: int
+    buffer: object = None  # the rows on the device
 
     @classmethod
     def from_reads(cls, codes: np.ndarray, lengths: np.ndarray) -> "Strands":
@@ -34,7 +38,25 @@ class Strands:
         reverse = np.where(back >= 0, reverse, N_CODE).astype(np.uint8)
         rows = np.empty((2 * n, width), dtype=np.uint8)
         rows[0::2], rows[1::2] = codes, reverse
-        return cls(rows, np.repeat(lengths.astype(np.uint32), 2))
+        return cls(rows, np.repeat(lengths.astype(np.uint32), 2), width)
+
+    @classmethod
+    def on_device(cls, device: Device, codes: np.ndarray, lengths: np.ndarray) -> tuple["Strands", np.ndarray]:
+        """from_reads made on the device (cl/strands.cl), the rows left there; and the number
+        of N in each read."""
+        n, width = codes.shape
+        rows, n_count = device.empty(2 * codes.size), device.empty(4 * n)
+        if n:
+            device.launch(device.kernel(STRANDS, "both_strands"), groups(n, 64), None, device.to_device(codes),
+                          device.to_device(lengths.astype(np.uint32)), np.uint32(n), np.uint32(width), rows, n_count)
+        strands = cls(None, np.repeat(lengths.astype(np.uint32), 2), width, rows)
+        return strands, device.read(n_count, np.uint32, n).astype(np.int64)
+
+    def rows_on(self, device: Device):
+        """The rows on the device (copied there once)."""
+        if self.buffer is None:
+            self.buffer = device.to_device(self.codes.reshape(-1))
+        return self.buffer
 
     @property
     def n(self) -> int:
@@ -42,7 +64,7 @@ class Strands:
 
     @property
     def offsets(self) -> np.ndarray:
-        return (np.arange(self.n, dtype=np.int64) * self.codes.shape[1]).astype(np.uint32)
+        return (np.arange(self.n, dtype=np.int64) * self.width).astype(np.uint32)
 
 
 @dataclass
@@ -79,7 +101,7 @@ class Filter:
         """The rows on the device, with their pattern steps; inactive rows get no patterns."""
         d = self.device
         lengths = strands.lengths if active is None else np.where(active, strands.lengths, 0)
-        return (d.to_device(strands.codes.reshape(-1)), d.to_device(strands.offsets),
+        return (strands.rows_on(d), d.to_device(strands.offsets),
                 d.to_device(lengths.astype(np.uint32)), d.to_device(np.asarray(steps, dtype=np.uint32)))
 
     def emit(self, seg: DeviceSegment, n: int, reads_on_device: tuple) -> "DeviceCandidates":

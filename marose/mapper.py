@@ -13,7 +13,6 @@ from indexer.store import Index
 
 from . import extend, lookup
 from .device import Device
-from .dna import N_CODE
 from .filter import DeviceCandidates, Filter, Strands
 from .params import Choice, choose_filter
 from .reads import ReadBatch
@@ -140,9 +139,9 @@ class Mapper:
         """The batch's strands and which reads can be mapped."""
         with self.stats.timing("encode"):
             codes, lengths = batch.codes()
-            n_bases_n = np.sum((codes == N_CODE) & (np.arange(codes.shape[1]) < lengths[:, None]), axis=1)
+            strands, n_bases_n = Strands.on_device(self.device, codes, lengths)
             too_short, too_many_n = lengths < self.index.params.width, n_bases_n > self.k
-            return Encoded(Strands.from_reads(codes, lengths), too_short, too_many_n & ~too_short)
+            return Encoded(strands, too_short, too_many_n & ~too_short)
 
     def map_batch(self, batch: ReadBatch) -> tuple[Hits, np.ndarray]:
         """The loci of every read of the batch, sorted by read then best first (up to max_hits a
@@ -152,8 +151,9 @@ class Mapper:
         self.stats.too_short += int(encoded.too_short.sum())
         self.stats.too_many_n += int(encoded.too_many_n.sum())
         with self.stats.timing("encode"):
-            reads = extend.upload_reads(self.device, (strands.codes.reshape(-1), strands.offsets,
-                                                      np.maximum(strands.lengths, 1)))
+            lengths = np.maximum(strands.lengths, 1).astype(np.uint32)
+            reads = extend.DeviceReads(strands.buffer, self.device.to_device(strands.offsets),
+                                       self.device.to_device(lengths), lengths)
         with self.stats.timing("filter"):
             candidates = self._candidates(strands, np.repeat(~encoded.too_short & ~encoded.too_many_n, 2))
         hits, n_loci = self._extend(strands, reads, candidates)

@@ -115,6 +115,20 @@ def test_reads_that_overflow_local_memory_are_merged_in_global_memory(tmp_path, 
     assert ref.offsets[1] in got.start  # a read hanging over the second contig's start is clamped to it
 
 
+def test_strands_on_the_device_equal_the_host_ones(device):
+    rng = np.random.default_rng(4)
+    lengths = rng.integers(1, 60, 50)
+    codes = np.full((50, 60), N_CODE, dtype=np.uint8)
+    for r, length in enumerate(lengths):
+        codes[r, :length] = rng.choice(5, length, p=[0.24, 0.24, 0.24, 0.24, 0.04])
+    want = Strands.from_reads(codes, lengths)
+    got, n_count = Strands.on_device(device, codes, lengths)
+    assert np.array_equal(device.read(got.buffer, np.uint8, want.codes.size).reshape(want.codes.shape), want.codes)
+    assert np.array_equal(got.lengths, want.lengths) and np.array_equal(got.offsets, want.offsets)
+    assert n_count.tolist() == [int(np.sum(codes[r, :length] == N_CODE)) for r, length in enumerate(lengths)]
+    assert n_count.sum() > 10
+
+
 def test_strands_reverse_complement_each_read():
     codes = np.array([[0, 1, 2, 4, 4], [3, 3, 0, 1, 2]], dtype=np.uint8)
     strands = Strands.from_reads(codes, np.array([3, 5]))
