@@ -65,7 +65,8 @@ __kernel void sam_records(uint n_records, uint write, __global const uint *recor
     } else {
         at = put_char(o, put_number(o, at, hit_flag[h], put), '\t', put);
         uint c = hit_contig[h];
-        at = put_text(o, at, contig_names + contig_name_offset[c], contig_name_offset[c + 1] - contig_name_offset[c], put);
+        uint name_length = contig_name_offset[c + 1] - contig_name_offset[c];
+        at = put_text(o, at, contig_names + contig_name_offset[c], name_length, put);
         at = put_char(o, put_number(o, put_char(o, at, '\t', put), hit_pos[h] + 1u, put), '\t', put);
         at = put_char(o, put_number(o, at, hit_mapq[h], put), '\t', put);
         at = put_cigar(o, at, ops + (size_t)h * ops_width, op_count[h], put);
