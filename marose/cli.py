@@ -100,14 +100,17 @@ def run_map(args, log) -> None:
     if args.threads:
         os.environ.setdefault("POCL_CPU_MAX_CU_COUNT", str(args.threads))
         os.environ.setdefault("POCL_MAX_PTHREAD_COUNT", str(args.threads))
-    loading = _in_background(store.load, find_index(args.index), False)  # while the device opens
-    device = Device(args.device, profile=bool(args.stats))  # OpenCL calls stay in this thread
+    path = find_index(args.index)
+    batches = read_batches(args.reads, args.batch_size)
+    # the index loads and the first batch is read while the device opens in this thread (which
+    # makes every OpenCL call)
+    loading, reading = _in_background(store.load, path, False), _in_background(next, batches)
+    device = Device(args.device, profile=bool(args.stats))
     index = loading.result()
     # the checksums are checked while mapping (zlib releases the interpreter lock)
     checked = _in_background(store.check_checksums, index)
     ref = index.reference
-    batches = read_batches(args.reads, args.batch_size)
-    first = next(batches)
+    first = reading.result()
     k = args.max_errors if args.max_errors is not None else default_max_errors(len(first.seqs[0]))
     log(f"index {index.path} ({ref.total_length:,} bases, {len(index.segments)} segment(s)); "
         f"k={k}; device {describe(device.device)}")
