@@ -9,7 +9,7 @@ import numpy as np
 import pysam
 import pytest
 
-from conftest import ECOLI, LAMBDA, write_fasta
+from conftest import ECOLI, LAMBDA, mutate, write_fasta
 from indexer import cli as index_cli
 from marose import cli
 from marose.dna import N_CODE, decode, reverse_complement
@@ -262,6 +262,35 @@ def test_corrupted_index_fails_the_run_and_writes_nothing(tmp_path):
         assert b"seg000.positions: checksum mismatch" in result.stderr and b"Traceback" not in result.stderr
         assert result.stdout == b""
     assert not (tmp_path / "out.sam").exists() and not list(tmp_path.glob(".out.sam*"))
+
+
+def test_xa_tags_list_the_secondary_records(tmp_path):
+    """--xa (formatted on the host) holds, on each primary record, what the default output (written
+    on the device) gives as secondary records; the primary records are otherwise the same."""
+    rng = np.random.default_rng(8)
+    seq = read_fasta(LAMBDA).codes[:6000]
+    copies = {"a": decode(seq), "b": decode(mutate(rng, seq, 30)), "c": decode(mutate(rng, seq[:3000], 20))}
+    fasta = write_fasta(tmp_path / "copies.fa", copies)
+    index = build_index(fasta)
+    reads = simulate(read_fasta(fasta), 60, 40, 2, rng)
+    fq = write_reads(tmp_path / "r.fq", reads)
+    for args, out in (([], "plain.sam"), (["--xa"], "xa.sam")):
+        assert run_map("-x", index, fq, "-k", 4, "--max-hits", 2, "-o", tmp_path / out, *args) == 0
+    plain = [line.rstrip("\n").split("\t") for line in open(tmp_path / "plain.sam") if not line.startswith("@")]
+    xa = [line.rstrip("\n").split("\t") for line in open(tmp_path / "xa.sam") if not line.startswith("@")]
+    primaries = [r for r in plain if not int(r[1]) & 256]
+    assert len(xa) == len(primaries) == len(reads)
+    secondary = {}
+    for r in plain:
+        if int(r[1]) & 256:
+            strand = "-" if int(r[1]) & 16 else "+"
+            secondary.setdefault(r[0], []).append(f"{r[2]},{strand}{r[3]},{r[5]},{r[11][5:]}")
+    for p, x in zip(primaries, xa):
+        tags = [t for t in x[11:] if not t.startswith("XA:Z:")]
+        assert x[:11] + tags == p[:11] + p[11:][:len(tags)]
+        listed = [t[5:] for t in x[11:] if t.startswith("XA:Z:")]
+        assert (listed[0].rstrip(";").split(";") if listed else []) == secondary.get(p[0], [])
+    assert len(secondary) >= 20  # reads from the copied sequence have secondary loci
 
 
 def test_short_and_all_n_reads_are_unmapped(lambda_index, tmp_path):
