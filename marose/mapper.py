@@ -50,15 +50,6 @@ class Stats:
             self.seconds[stage] += time.perf_counter() - started
 
 
-@dataclass
-class Encoded:
-    """A batch ready for the device: both strands of each read, and the reads left unmapped."""
-
-    strands: Strands
-    too_short: np.ndarray  # shorter than one index pattern
-    too_many_n: np.ndarray  # more N than k (and not too short)
-
-
 class Mapper:
     """Maps batches of reads against a loaded index on one device."""
 
@@ -135,27 +126,21 @@ class Mapper:
                                      self.contig_offsets)
         return self.filters[e]
 
-    def _encode(self, batch: ReadBatch) -> Encoded:
-        """The batch's strands and which reads can be mapped."""
-        with self.stats.timing("encode"):
-            codes, lengths = batch.codes()
-            strands, n_bases_n = Strands.on_device(self.device, codes, lengths)
-            too_short, too_many_n = lengths < self.index.params.width, n_bases_n > self.k
-            return Encoded(strands, too_short, too_many_n & ~too_short)
-
     def map_batch(self, batch: ReadBatch) -> tuple[Hits, np.ndarray]:
         """The loci of every read of the batch, sorted by read then best first (up to max_hits a
         read), and the number of loci of each read."""
-        encoded = self._encode(batch)
-        strands = encoded.strands
-        self.stats.too_short += int(encoded.too_short.sum())
-        self.stats.too_many_n += int(encoded.too_many_n.sum())
         with self.stats.timing("encode"):
-            lengths = np.maximum(strands.lengths, 1).astype(np.uint32)
+            codes, lengths = batch.codes()
+            strands, n_bases_n = Strands.on_device(self.device, codes, lengths)
+            too_short = lengths < self.index.params.width
+            too_many_n = (n_bases_n > self.k) & ~too_short
+            self.stats.too_short += int(too_short.sum())
+            self.stats.too_many_n += int(too_many_n.sum())
+            row_lengths = np.maximum(strands.lengths, 1).astype(np.uint32)
             reads = extend.DeviceReads(strands.buffer, self.device.to_device(strands.offsets),
-                                       self.device.to_device(lengths), lengths)
+                                       self.device.to_device(row_lengths), row_lengths)
         with self.stats.timing("filter"):
-            candidates = self._candidates(strands, np.repeat(~encoded.too_short & ~encoded.too_many_n, 2))
+            candidates = self._candidates(strands, np.repeat(~too_short & ~too_many_n, 2))
         hits, n_loci = self._extend(strands, reads, candidates)
         self._count(strands.n // 2, n_loci)
         return hits, n_loci
