@@ -20,6 +20,7 @@ import numpy as np
 from .align import NO_HIT, WORD_BITS, n_words
 from .device import Device, groups
 from .dna import N_CODE, decode
+from .filter import leading_entries, region_offsets
 
 DISTANCES = ("search.cl", "extend.cl")
 TRACEBACK = ("traceback.cl",)
@@ -155,7 +156,7 @@ def _one_run_per_row(device: Device, candidates: list) -> tuple[object, np.ndarr
         return candidates[0].buffer, begins[0], sizes[0]
     present = sizes > 0
     several = np.flatnonzero(present.sum(axis=0) > 1)
-    merged_offsets = _offsets(sizes[:, several].sum(axis=0))
+    merged_offsets = region_offsets(sizes[:, several].sum(axis=0))
     merged_at = int(bases[-1])
     values = device.join([(c.buffer, 4 * c.size) for c in candidates], extra=4 * int(merged_offsets[-1]))
     single = np.argmax(present, axis=0)  # the one list (or none) of the other rows
@@ -179,13 +180,6 @@ def _one_run_per_row(device: Device, candidates: list) -> tuple[object, np.ndarr
     return values, row_begin, row_size
 
 
-def _offsets(per_row: np.ndarray) -> np.ndarray:
-    offsets = np.concatenate(([0], np.cumsum(per_row)))
-    if offsets[-1] >= 2**32:
-        raise MemoryError("too many candidates in one batch; use a smaller batch size")
-    return offsets.astype(np.uint32)
-
-
 def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list, contig_start_buffer,
              n_contigs: int, k: int) -> RowLoci:
     """The loci of every row in the windows of its candidates, left on the device by one or
@@ -203,31 +197,32 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     task_row = np.repeat(np.arange(n_rows), slices)
     task_first = (np.arange(task_row.size) - np.repeat(np.cumsum(slices) - slices, slices)) * SLICE
     kernel = device.kernel(DISTANCES, "row_loci", {"MAX_WORDS": max_words(int(reads.lengths.max()))})
-    rows = (*reads.buffers, genome_buffer, values, device.to_device(row_begin.astype(np.uint32)),
-            device.to_device(row_size.astype(np.uint32)))
+    before = (*reads.buffers, genome_buffer, values, device.to_device(row_begin.astype(np.uint32)),
+              device.to_device(row_size.astype(np.uint32)))  # the arguments every run shares
     after = (np.uint32(SLICE), contig_start_buffer, np.uint32(n_contigs), np.uint32(k))
 
-    def run(tasks: np.ndarray, room: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Loci found by each task, given room for that many, and the ends and distances of the
-        tasks that had room for theirs."""
-        offsets = _offsets(room)
+    def run(rows_of_tasks: np.ndarray, firsts: np.ndarray, room: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Loci found by each task (row, first candidate), given room for that many, and the
+        ends and distances of the tasks that had room for theirs."""
+        n_tasks = rows_of_tasks.size
+        offsets = region_offsets(room)
         size = int(offsets[-1])
-        count, ends, dists = device.empty(4 * tasks.size), device.empty(4 * size), device.empty(size)
-        device.launch(kernel, groups(tasks.size, 64), None, *rows, device.to_device(task_row[tasks].astype(np.uint32)),
-                      device.to_device(task_first[tasks].astype(np.uint32)), np.uint32(tasks.size), *after,
+        count, ends, dists = device.empty(4 * n_tasks), device.empty(4 * size), device.empty(size)
+        device.launch(kernel, groups(n_tasks, 64), None, *before, device.to_device(rows_of_tasks.astype(np.uint32)),
+                      device.to_device(firsts.astype(np.uint32)), np.uint32(n_tasks), *after,
                       device.to_device(offsets), count, ends, dists)
-        found = device.read(count, np.uint32, tasks.size).astype(np.int64)
-        kept = np.where(found <= room, found, 0)
-        index = np.arange(int(kept.sum())) + np.repeat(offsets[:-1] - (np.cumsum(kept) - kept), kept)
+        found = device.read(count, np.uint32, n_tasks).astype(np.int64)
+        index = leading_entries(offsets, np.where(found <= room, found, 0))
         return found, device.read(ends, np.uint32, size)[index], device.read(dists, np.uint8, size)[index]
 
     # Most candidates find no locus: room for one in four (and one more), and the tasks that find
     # more run again with room for all.
     room = (np.minimum(SLICE, row_size[task_row] - task_first) + 3) // 4 + 1
-    found, ends, dists = run(np.arange(task_row.size), room)
+    found, ends, dists = run(task_row, task_first, room)
     over = np.flatnonzero(found > room)
     if over.size:
-        _, more_ends, more_dists = run(over, found[over])
+        _, more_ends, more_dists = run(task_row[over], task_first[over], found[over])
         fitted = np.ones(task_row.size, dtype=bool)
         fitted[over] = False
         place = np.repeat(fitted, found)

@@ -116,10 +116,7 @@ class Filter:
         d.launch(self.count_kernel, global_size, (WORK_GROUP,), *reads_on_device,
                  *seg.tables, item_count, read_count)
         counts = d.read(read_count, np.uint32, n).astype(np.int64)
-        offsets = np.concatenate(([0], np.cumsum(counts)))
-        if offsets[-1] >= 2**32:
-            raise MemoryError("too many candidates in one batch; use a smaller batch size")
-        offsets = offsets.astype(np.uint32)
+        offsets = region_offsets(counts)
         candidates, out_count = d.empty(4 * int(offsets[-1])), d.empty(4 * n)
         scratch = d.empty(4 * int(offsets[-1]) if counts.max() > self.capacity else 4)  # rows sorted in chunks
         offsets_on_device = d.to_device(offsets)
@@ -136,9 +133,7 @@ class Filter:
         found = d.read(on_device.buffer, np.uint32, int(offsets[-1]))
         written = d.read(on_device.count, np.uint32, n).astype(np.int64)
         row = np.repeat(np.arange(n, dtype=np.uint32), written)
-        index = np.arange(int(written.sum())) + np.repeat(offsets[:-1] - np.cumsum(written) + written, written)
-        start = found[index]
-        return Candidates(row, start)
+        return Candidates(row, found[leading_entries(offsets, written)])
 
 
 @dataclass
@@ -158,6 +153,21 @@ class DeviceCandidates:
     def size(self) -> int:
         """Entries in the buffer (an upper bound on the candidates)."""
         return int(self.offsets[-1])
+
+
+def region_offsets(sizes: np.ndarray) -> np.ndarray:
+    """Where consecutive regions of the given sizes start, and where the last ends (uint32)."""
+    offsets = np.concatenate(([0], np.cumsum(sizes)))
+    if offsets[-1] >= 2**32:
+        raise MemoryError("too many candidates in one batch; use a smaller batch size")
+    return offsets.astype(np.uint32)
+
+
+def leading_entries(offsets: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Indices of the first counts[i] entries of each region [offsets[i], offsets[i + 1])."""
+    counts = np.asarray(counts, dtype=np.int64)
+    first = offsets[:-1].astype(np.int64) - (np.cumsum(counts) - counts)
+    return np.arange(int(counts.sum())) + np.repeat(first, counts)
 
 
 def unique_candidates(row: np.ndarray, start: np.ndarray) -> Candidates:
