@@ -122,19 +122,10 @@ def format_batch(batch: ReadBatch, hits: Hits, n_loci: np.ndarray | Sequence[int
     n = len(batch)
     if n == 0:
         return b""
-    read = np.asarray(hits.read, dtype=np.int64)
-    m = len(read)
-    if m and (np.any(np.diff(read) < 0) or read[0] < 0 or read[-1] >= n):
-        raise ValueError("hits must be sorted by read and index reads of the batch")
-    counts = np.bincount(read, minlength=n)
-    loci = np.asarray(n_loci, dtype=np.int64)
-    if loci.shape != (n,) or np.any(loci < counts):
-        raise ValueError("n_loci must hold, per read, at least the number of its hits")
-    first = np.cumsum(counts) - counts
-    rank = np.arange(m) - first[read]
-    dist = np.asarray(hits.dist, dtype=np.int64)
+    ranked = rank_hits(hits, n_loci, n)
+    read, counts, loci, rank, dist = ranked.read, ranked.counts, ranked.loci, ranked.rank, ranked.dist
     strand = np.asarray(hits.strand, dtype=np.int64)
-    rg = b"" if read_group_id is None else b"\tRG:Z:" + read_group_id.encode("ascii")
+    rg = read_group_tag(read_group_id)
 
     # Everything is built as bytes, column by column, and joined in C: per record
     # Python work is limited to the joins.
@@ -149,9 +140,7 @@ def format_batch(batch: ReadBatch, hits: Hits, n_loci: np.ndarray | Sequence[int
     idx = np.flatnonzero(rank < (1 if xa else max_hits))
     hread = read[idx]
     hstrand = strand[idx]
-    primary = rank[idx] == 0
-    flag = 16 * hstrand + np.where(primary, 0, 256)
-    mapq = np.where(primary, primary_mapq(counts, loci, dist, first)[hread], MAPQ_SECONDARY)
+    flag, mapq = ranked.flag[idx], ranked.mapq[idx]
     oriented = hread + n * hstrand  # row in [forward..., reverse...]
     seq_col = _with_reverse(batch.seqs, hstrand, complement=True)[oriented]
     qual_col = (quals[hread] if batch.quals is None
@@ -177,8 +166,47 @@ def format_batch(batch: ReadBatch, hits: Hits, n_loci: np.ndarray | Sequence[int
     return b"\n".join(out_lines)
 
 
+@dataclass
+class RankedHits:
+    """A batch's hits (sorted by read, best first) ranked within their reads, with each one's
+    FLAG and MAPQ as a record."""
+
+    read: np.ndarray  # int64, of each hit
+    rank: np.ndarray  # of each hit among its read's, 0 for the primary
+    dist: np.ndarray  # int64, of each hit
+    flag: np.ndarray
+    mapq: np.ndarray
+    counts: np.ndarray  # hits of each read
+    loci: np.ndarray  # loci of each read, as n_loci
+
+
+def rank_hits(hits: Hits, n_loci: np.ndarray | Sequence[int], n: int) -> RankedHits:
+    """The hits of a batch of n reads, ranked; ValueError unless they are sorted by read and
+    n_loci holds, per read, at least the number of its hits."""
+    read = np.asarray(hits.read, dtype=np.int64)
+    m = len(read)
+    if m and (np.any(np.diff(read) < 0) or read[0] < 0 or read[-1] >= n):
+        raise ValueError("hits must be sorted by read and index reads of the batch")
+    counts = np.bincount(read, minlength=n)
+    loci = np.asarray(n_loci, dtype=np.int64)
+    if loci.shape != (n,) or np.any(loci < counts):
+        raise ValueError("n_loci must hold, per read, at least the number of its hits")
+    first = np.cumsum(counts) - counts
+    rank = np.arange(m) - first[read]
+    dist = np.asarray(hits.dist, dtype=np.int64)
+    primary = rank == 0
+    flag = 16 * np.asarray(hits.strand, dtype=np.int64) + np.where(primary, 0, 256)
+    mapq = np.where(primary, primary_mapq(counts, loci, dist, first)[read], MAPQ_SECONDARY)
+    return RankedHits(read, rank, dist, flag, mapq, counts, loci)
+
+
+def read_group_tag(read_group_id: str | None) -> bytes:
+    """The RG tag every record of a read group carries (with its leading tab), or nothing."""
+    return b"" if read_group_id is None else b"\tRG:Z:" + read_group_id.encode("ascii")
+
+
 def primary_mapq(counts: np.ndarray, loci: np.ndarray, dist: np.ndarray,
-          first: np.ndarray) -> np.ndarray:
+                 first: np.ndarray) -> np.ndarray:
     """MAPQ of each read's primary record (see the module docstring), from the reads' hit
     counts, loci and the distances of hits sorted by read, best first (first: each read's first
     hit)."""

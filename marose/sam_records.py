@@ -10,7 +10,7 @@ import numpy as np
 
 from .device import Device, groups
 from .reads import ReadBatch
-from .sam import COMPLEMENT, Hits, primary_mapq
+from .sam import COMPLEMENT, Hits, rank_hits, read_group_tag
 
 PROGRAM = ("sam_text.cl", "sam_records.cl")
 
@@ -36,7 +36,7 @@ class DeviceSamFormatter:
         names, offsets = _packed([name.encode("ascii") for name in contig_names])
         self.contigs = (device.to_device(names), device.to_device(offsets))
         self.complement = device.to_device(np.frombuffer(COMPLEMENT, dtype=np.uint8))
-        tail = b"" if read_group_id is None else b"\tRG:Z:" + read_group_id.encode("ascii")
+        tail = read_group_tag(read_group_id)
         self.tail = (device.to_device(np.frombuffer(tail or b"\0", dtype=np.uint8)), np.uint32(len(tail)))
         self.kernel = device.kernel(PROGRAM, "sam_records")
 
@@ -45,18 +45,12 @@ class DeviceSamFormatter:
         d, n = self.device, len(batch)
         if n == 0:
             return np.zeros(0, np.uint8)
-        read = np.asarray(hits.read, dtype=np.int64)
-        counts = np.bincount(read, minlength=n)
-        loci = np.asarray(n_loci, dtype=np.int64)
-        first = np.cumsum(counts) - counts
-        rank = np.arange(read.size) - first[read]
+        ranked = rank_hits(hits, n_loci, n)
+        counts = ranked.counts
         per_read = np.where(counts > 0, np.minimum(counts, self.max_hits), 1)
         record_read = np.repeat(np.arange(n), per_read)
         record_hit = np.full(record_read.size, -1, dtype=np.int32)
-        record_hit[np.repeat(counts > 0, per_read)] = np.flatnonzero(rank < self.max_hits)
-        dist = np.asarray(hits.dist, dtype=np.int64)
-        flag = 16 * np.asarray(hits.strand, dtype=np.int64) + np.where(rank == 0, 0, 256)
-        mapq = np.where(rank == 0, primary_mapq(counts, loci, dist, first)[read], 0)
+        record_hit[np.repeat(counts > 0, per_read)] = np.flatnonzero(ranked.rank < self.max_hits)
         names, name_offset = _packed([name.encode("ascii") for name in batch.names])
         seqs, seq_offset = _packed(batch.seqs)
         quals = _packed(batch.quals)[0] if batch.quals is not None else np.zeros(1, np.uint8)
@@ -67,8 +61,8 @@ class DeviceSamFormatter:
 
         arguments = [uint(record_read), d.to_device(record_hit), d.to_device(names), d.to_device(name_offset),
                      d.to_device(seqs), d.to_device(seq_offset), d.to_device(quals),
-                     np.uint32(batch.quals is not None), uint(loci), uint(flag), uint(mapq), uint(hits.contig),
-                     uint(hits.pos), uint(dist), text.ops, uint(text.count), np.uint32(text.width),
+                     np.uint32(batch.quals is not None), uint(ranked.loci), uint(ranked.flag), uint(ranked.mapq),
+                     uint(hits.contig), uint(hits.pos), uint(ranked.dist), text.ops, uint(text.count), np.uint32(text.width),
                      uint(text.start), self.genome, *self.contigs, self.complement, *self.tail]
         n_records = record_read.size
         lengths = d.empty(4 * n_records)
