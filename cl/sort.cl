@@ -136,17 +136,18 @@ inline uint store_unique(__global const uint *src, uint n, __global uint *out, _
 
 /* A work-group per row listed in rows: merges the row's sorted runs (run q is
  * values[run_begin[q], run_end[q]), q in [row_runs[r], row_runs[r + 1])) one after the other,
- * alternating between out and scratch so that the last merge lands in scratch, and keeps the
- * distinct values in out from out_offset[i]; their number goes to out_count[i]. */
+ * alternating between values from out_at (a region no run lies in) and scratch so that the last
+ * merge lands in scratch, and keeps the distinct values in values from out_at + out_offset[i];
+ * their number goes to out_count[i]. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void merge_runs(__global const uint *rows, __global const uint *row_runs, __global const uint *run_begin,
-                __global const uint *run_end, __global const uint *values, __global const uint *out_offset,
-                __global uint *out, __global uint *scratch, __global uint *out_count)
+                __global const uint *run_end, __global uint *values, uint out_at,
+                __global const uint *out_offset, __global uint *scratch, __global uint *out_count)
 {
     __local uint buf[WG];
     uint i = get_group_id(0), lid = get_local_id(0), r = rows[i];
     uint first = row_runs[r], n_runs = row_runs[r + 1] - first;
-    __global uint *a = out + out_offset[i], *b = scratch + out_offset[i];
+    __global uint *a = values + out_at + out_offset[i], *b = scratch + out_offset[i];
     bool in_out = n_runs % 2u == 0u;  /* n_runs - 1 merges follow the copy */
     uint n = run_end[first] - run_begin[first];
     for (uint j = lid; j < n; j += WG)

@@ -148,14 +148,10 @@ class Device:
         out = self.empty(sum(nbytes for _, nbytes in parts) + extra)
         at = 0
         for buffer, nbytes in parts:
-            self.copy(out, at, buffer, nbytes)
+            if nbytes:
+                self.cl.enqueue_copy(self.queue, out, buffer, byte_count=nbytes, dst_offset=at)
             at += nbytes
         return out
-
-    def copy(self, dst, at: int, src, nbytes: int) -> None:
-        """The first nbytes of src to dst from byte at, on the device."""
-        if nbytes:
-            self.cl.enqueue_copy(self.queue, dst, src, byte_count=nbytes, dst_offset=at)
 
     def empty(self, nbytes: int):
         return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, size=max(int(nbytes), 1))

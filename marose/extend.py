@@ -147,7 +147,7 @@ def _one_run_per_row(device: Device, candidates: list) -> tuple[object, np.ndarr
     """The candidates of each row as one sorted, unique run: (buffer, row begin, row size).
 
     The filter leaves one run per index segment; the runs of rows with several are merged on
-    the device (cl/sort.cl), after the lists, in the same buffer."""
+    the device (cl/sort.cl) into the same buffer, after the lists."""
     n_rows = candidates[0].n_rows
     sizes = np.stack([device.read(c.count, np.uint32, n_rows).astype(np.int64) for c in candidates])
     bases = np.cumsum([0] + [c.size for c in candidates])
@@ -166,15 +166,14 @@ def _one_run_per_row(device: Device, candidates: list) -> tuple[object, np.ndarr
         run_row = several[run_row]
         row_runs = np.zeros(n_rows + 1, dtype=np.int64)
         row_runs[1:] = np.cumsum(np.bincount(run_row, minlength=n_rows))
-        out = device.empty(4 * int(merged_offsets[-1]))
         out_count = device.empty(4 * several.size)
         device.launch(device.kernel(("sort.cl",), "merge_runs", {"WG": MERGE_GROUP, "KEY_BITS": 32}),
                       (several.size * MERGE_GROUP,), (MERGE_GROUP,), device.to_device(several.astype(np.uint32)),
                       device.to_device(row_runs.astype(np.uint32)),
                       device.to_device(begins[run_list, run_row].astype(np.uint32)),
                       device.to_device((begins + sizes)[run_list, run_row].astype(np.uint32)), values,
-                      device.to_device(merged_offsets), out, device.empty(4 * int(merged_offsets[-1])), out_count)
-        device.copy(values, 4 * merged_at, out, 4 * int(merged_offsets[-1]))
+                      np.uint32(merged_at), device.to_device(merged_offsets),
+                      device.empty(4 * int(merged_offsets[-1])), out_count)
         row_begin[several] = merged_at + merged_offsets[:-1]
         row_size[several] = device.read(out_count, np.uint32, several.size)
     return values, row_begin, row_size
