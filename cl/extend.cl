@@ -104,20 +104,6 @@ inline void close_locus(locus_t *locus, uint first, uint last, uint *n, uint cap
     locus->open = 0u;
 }
 
-/* First i in [0, n) with run[i] >= x (n when none), for ascending run. */
-inline uint lower_bound(__global const uint *run, uint n, uint x)
-{
-    uint lo = 0, hi = n;
-    while (lo < hi) {
-        uint mid = (lo + hi) / 2u;
-        if (run[mid] < x)
-            lo = mid + 1u;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* The loci of each read strand (row) in the windows of its candidates: a candidate starting at
  * p is the window [p - k, p + L + k) cut to p's contig. Row r's candidates are the sorted,
  * unique starts[row_begin[r], + row_size[r]). Every end is taken from the first window that
