@@ -10,6 +10,8 @@ import numpy as np
 
 from .errors import MaroseError
 
+STAGING_BYTES = 32 << 20  # each of the two pinned buffers uploads go through
+
 
 def kernel_dir() -> Path:
     """cl/ inside the installed package, or beside it in a source checkout."""
@@ -141,6 +143,41 @@ class Device:
             data = np.zeros(1, dtype=data.dtype)
         access = mf.READ_WRITE if writable else mf.READ_ONLY
         return self.cl.Buffer(self.context, access | mf.COPY_HOST_PTR, hostbuf=data)
+
+    def upload(self, arrays: list[np.ndarray]) -> list:
+        """Read-only buffers holding copies of the arrays, for large ones such as the index.
+
+        Large arrays go through two pinned staging buffers that take turns, one filled while
+        the other is copied: from pageable memory (an index mapped from its files) a discrete
+        GPU copies several times slower."""
+        flat = [np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in arrays]
+        large = [a.nbytes for a in flat if a.nbytes >= STAGING_BYTES // 8]
+        if not large:
+            return [self.to_device(a) for a in arrays]
+        cl, mf = self.cl, self.cl.mem_flags
+        size = min(STAGING_BYTES, max(large))
+        staging = [cl.Buffer(self.context, mf.ALLOC_HOST_PTR | mf.READ_WRITE, size=size) for _ in range(2)]
+        views = [cl.enqueue_map_buffer(self.queue, b, cl.map_flags.WRITE, 0, size, np.uint8)[0] for b in staging]
+        copies: list = [None, None]
+        buffers = []
+        try:
+            for array, data in zip(arrays, flat):
+                if data.nbytes < STAGING_BYTES // 8:
+                    buffers.append(self.to_device(array))
+                    continue
+                buffers.append(cl.Buffer(self.context, mf.READ_ONLY, size=data.nbytes))
+                for part, at in enumerate(range(0, data.nbytes, size)):
+                    turn, chunk = part % 2, data[at:at + size]
+                    if copies[turn] is not None:
+                        copies[turn].wait()
+                    views[turn][:chunk.size] = chunk
+                    copies[turn] = cl.enqueue_copy(self.queue, buffers[-1], views[turn][:chunk.size],
+                                                   dst_offset=at, is_blocking=False)
+            self.queue.finish()
+        finally:
+            for view in views:
+                view.base.release(self.queue)
+        return buffers
 
     def join(self, parts: list[tuple[object, int]], extra: int = 0):
         """One buffer holding the first nbytes of each (buffer, nbytes), end to end, and extra

@@ -33,7 +33,7 @@ class DeviceSegment:
 
 def upload(device: Device, segment: Segment) -> DeviceSegment:
     names = ("hash_seed", "vertex_offset", "g", "slot_key", "slot_start", "positions")
-    return DeviceSegment(segment, *(device.to_device(np.asarray(getattr(segment, n))) for n in names))
+    return DeviceSegment(segment, *device.upload([np.asarray(getattr(segment, n)) for n in names]))
 
 
 def slot_ranges(device: Device, seg: DeviceSegment, seeds: np.ndarray, keys: np.ndarray):
