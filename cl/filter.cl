@@ -3,8 +3,8 @@
  * distance E of b_i in the perfect hash of s_i and emits the read start of each genome position
  * found. Two kernels: filter_count counts what each work-item will emit, the host allocates, and
  * filter_emit writes the candidates, sorted and de-duplicated in local memory: by rank when
- * there are at most 4 WG of them, else by a radix sort. A read with more than CAP candidates is
- * sorted in chunks of CAP that are then merged in global memory (scratch holds the copies).
+ * there are at most 4 WG of them, else by a radix sort. A read with more than CAP candidates
+ * leaves them as found, for cl/row_sort.cl to sort.
  *
  * Needs murmur3.cl, phf.cl, search.cl and sort.cl. Defines: SPAN, LN, SEED_MASK (bit j set where the mask has '#'),
  * E (0..3), WG (work-group size), CAP (local candidates), KEY_BITS (bits of a genome position). */
@@ -113,7 +113,7 @@ void filter_emit(__global const uchar *reads, __global const uint *read_offset,
                  __global const uint *read_length, __global const uint *read_step, TABLES,
                  __global const uint *positions, __global const uint *contig_start, uint n_contigs,
                  __global const uint *item_count, __global const uint *out_offset,
-                 __global uint *candidates, __global uint *scratch, __global uint *out_count)
+                 __global uint *candidates, __global uint *out_count)
 {
     __local uint keys_a[CAP], keys_b[CAP], hist[RADIX * WG], buf[WG];
     uint r = get_group_id(0), lid = get_local_id(0);
@@ -142,43 +142,10 @@ void filter_emit(__global const uchar *reads, __global const uint *read_offset,
             FOR_EACH_NEIGHBOR(p, EMIT);
     }
 #undef EMIT
-    if (local_sort) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        uint n_unique = store_sorted_unique(keys_a, keys_b, total, hist, buf, lid, out);
-        if (lid == 0)
-            out_count[r] = n_unique;
+    if (!local_sort)
         return;
-    }
-    /* Chunks of CAP sorted in local memory (padded with NONE), merged pairwise in rounds, each
-     * round from one buffer to the other; the chunks start in the buffer that makes the last
-     * round end in spare, from which the distinct candidates go to out. */
-    __global uint *spare = scratch + out_offset[r];
-    uint rounds = 0;
-    while ((uint)CAP << rounds < total)
-        ++rounds;
-    bool in_out = rounds % 2u == 1u;
-    for (uint base = 0; base < total; base += CAP) {
-        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-        uint n = min((uint)CAP, total - base);
-        for (uint i = lid; i < n; i += WG)
-            keys_a[i] = out[base + i];
-        barrier(CLK_LOCAL_MEM_FENCE);
-        __global uint *to = (in_out ? out : spare) + base;
-        uint n_unique = store_sorted_unique(keys_a, keys_b, n, hist, buf, lid, to);
-        for (uint i = n_unique + lid; i < n; i += WG)
-            to[i] = NONE;
-    }
-    for (uint width = CAP; width < total; width *= 2u) {
-        barrier(CLK_GLOBAL_MEM_FENCE);
-        __global uint *from = in_out ? out : spare, *to = in_out ? spare : out;
-        for (uint p = 0; p < total; p += 2u * width) {
-            uint na = min(width, total - p);
-            merge_pair(from + p, na, from + p + na, min(width, total - p - na), to + p, lid);
-        }
-        in_out = !in_out;
-    }
-    barrier(CLK_GLOBAL_MEM_FENCE);
-    uint n_unique = store_unique(spare, total, out, buf, lid);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint n_unique = store_sorted_unique(keys_a, keys_b, total, hist, buf, lid, out);
     if (lid == 0)
         out_count[r] = n_unique;
 }

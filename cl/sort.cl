@@ -91,19 +91,23 @@ inline uint store_sorted_unique(__local uint *keys, __local uint *spare, uint n,
     return n_total;
 }
 
-/* How many of the first d entries of the stable merge of sorted a[0, na) and b[0, nb) come from a. */
-inline uint merge_split(__global const uint *a, uint na, __global const uint *b, uint nb, uint d)
-{
-    uint lo = max(d, nb) - nb, hi = min(d, na);
-    while (lo < hi) {
-        uint mid = (lo + hi) / 2u;
-        if (a[mid] <= b[d - 1u - mid])
-            lo = mid + 1u;
-        else
-            hi = mid;
+/* How many of the first d entries of the stable merge of sorted a[0, na) and b[0, nb) come
+ * from a: merge_split in global memory, merge_split_local in local memory. */
+#define MERGE_SPLIT(name, space)                                                                  \
+    inline uint name(space const uint *a, uint na, space const uint *b, uint nb, uint d)          \
+    {                                                                                             \
+        uint lo = max(d, nb) - nb, hi = min(d, na);                                               \
+        while (lo < hi) {                                                                         \
+            uint mid = (lo + hi) / 2u;                                                            \
+            if (a[mid] <= b[d - 1u - mid])                                                        \
+                lo = mid + 1u;                                                                    \
+            else                                                                                  \
+                hi = mid;                                                                         \
+        }                                                                                         \
+        return lo;                                                                                \
     }
-    return lo;
-}
+MERGE_SPLIT(merge_split, __global)
+MERGE_SPLIT(merge_split_local, __local)
 
 /* Merges sorted a[0, na) and b[0, nb) into dst (merge path): each work-item writes an equal
  * share of the output, starting where merge_split puts it. */

@@ -11,6 +11,7 @@ from indexer.build import IndexParams
 from .device import Device, groups
 from .dna import N_CODE, complement
 from .lookup import DeviceSegment
+from .row_sort import TILE, sort_long_rows
 
 PROGRAM = ("murmur3.cl", "phf.cl", "search.cl", "sort.cl", "filter.cl")
 STRANDS = ("strands.cl",)
@@ -78,7 +79,7 @@ class Candidates:
 def local_capacity(device: Device) -> int:
     """Candidates a work-group can sort in local memory on this device."""
     spare = device.device.local_mem_size - 4 * (16 + 2) * WORK_GROUP - 1024
-    return int(max(256, min(MAX_LOCAL_CANDIDATES, spare // 8)))
+    return int(max(256, min(MAX_LOCAL_CANDIDATES, spare // 8)) // (TILE // 2) * (TILE // 2))
 
 
 class Filter:
@@ -92,6 +93,7 @@ class Filter:
         defines = {"SPAN": params.span, "LN": params.ln, "SEED_MASK": f"{seed_mask}u", "E": e,
                    "WG": WORK_GROUP, "CAP": self.capacity,
                    "KEY_BITS": max(1, int(genome_length - 1).bit_length())}
+        self.sort_defines = {name: defines[name] for name in ("WG", "CAP", "KEY_BITS")}
         self.count_kernel = device.kernel(PROGRAM, "filter_count", defines)
         self.emit_kernel = device.kernel(PROGRAM, "filter_emit", defines)
         self.contig_start = device.to_device(np.asarray(contig_offsets, dtype=np.uint32))
@@ -118,11 +120,11 @@ class Filter:
         counts = d.read(read_count, np.uint32, n).astype(np.int64)
         offsets = region_offsets(counts)
         candidates, out_count = d.empty(4 * int(offsets[-1])), d.empty(4 * n)
-        scratch = d.empty(4 * int(offsets[-1]) if counts.max() > self.capacity else 4)  # rows sorted in chunks
         offsets_on_device = d.to_device(offsets)
         d.launch(self.emit_kernel, global_size, (WORK_GROUP,), *reads_on_device,
                  *seg.tables, seg.positions, self.contig_start, self.n_contigs, item_count,
-                 offsets_on_device, candidates, scratch, out_count)
+                 offsets_on_device, candidates, out_count)
+        sort_long_rows(d, self.sort_defines, candidates, offsets, offsets_on_device, counts, read_count, out_count)
         return DeviceCandidates(candidates, offsets_on_device, out_count, offsets)
 
     def run(self, seg: DeviceSegment, strands: Strands, reads_on_device: tuple) -> Candidates:
