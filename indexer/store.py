@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from marose.errors import MaroseError
-from marose.reference import Reference, apply_n_runs, n_runs, pack_2bit, unpack_2bit
+from marose.reference import Reference
 
 from .build import IndexParams, Segment
 
@@ -98,8 +98,8 @@ class IndexWriter:
             "segments": self.segments,
             "files": self.files,
         }
-        _write_array(self.tmp, "genome.2bit", pack_2bit(ref.codes), "<u1", self.files)
-        _write_array(self.tmp, "genome.nruns", n_runs(ref.codes), "<i8", self.files)
+        _write_array(self.tmp, "genome.2bit", ref.packed, "<u1", self.files)
+        _write_array(self.tmp, "genome.nruns", ref.runs, "<i8", self.files)
 
     def add_segment(self, segment: Segment) -> None:
         number = len(self.segments)
@@ -180,8 +180,11 @@ def load(path: str, verify: bool = True) -> Index:
         ref_info = manifest["reference"]
         names = [c["name"] for c in ref_info["contigs"]]
         lengths = np.array([c["length"] for c in ref_info["contigs"]], dtype=np.int64)
-        codes = apply_n_runs(unpack_2bit(np.asarray(arrays["genome.2bit"]), int(ref_info["length"])),
-                             np.asarray(arrays["genome.nruns"]))
+        if lengths.sum() != ref_info["length"] or 4 * arrays["genome.2bit"].size < ref_info["length"]:
+            raise MaroseError(f"{os.path.join(path, MANIFEST)}: the contig lengths and the packed genome do not "
+                              "match the reference length; rebuild the index")
+        reference = Reference(names, lengths, packed=arrays["genome.2bit"],
+                              runs=np.asarray(arrays["genome.nruns"]).reshape(-1, 2))
         segments = []
         for number, info in enumerate(manifest["segments"]):
             seg = {name: arrays[f"seg{number:03d}.{name}"] for name in SEGMENT_ARRAYS}
@@ -189,4 +192,4 @@ def load(path: str, verify: bool = True) -> Index:
                                     **seg))
     except (KeyError, TypeError) as exc:
         raise MaroseError(f"{os.path.join(path, MANIFEST)}: incomplete manifest ({exc}); rebuild the index") from None
-    return Index(path, params, Reference(names, lengths, codes), segments, manifest)
+    return Index(path, params, reference, segments, manifest)

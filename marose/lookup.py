@@ -1,4 +1,5 @@
-"""Index segments on the device, and the OpenCL lookup of (seed, key) patterns (cl/lookup.cl)."""
+"""The index on the device: its segments and its genome; and the OpenCL lookup of (seed, key)
+patterns (cl/lookup.cl)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import numpy as np
 from indexer.build import Segment
 
 from .device import Device, groups
+from .reference import Reference
 
 PROGRAM = ("murmur3.cl", "phf.cl", "lookup.cl")
+GENOME = ("genome.cl",)
 
 
 @dataclass
@@ -34,6 +37,21 @@ class DeviceSegment:
 def upload(device: Device, segment: Segment) -> DeviceSegment:
     names = ("hash_seed", "vertex_offset", "g", "slot_key", "slot_start", "positions")
     return DeviceSegment(segment, *device.upload([np.asarray(getattr(segment, n)) for n in names]))
+
+
+def upload_genome(device: Device, reference: Reference):
+    """A buffer of the reference's base codes, unpacked on the device from its packed bases
+    and N runs (a quarter of the bytes to copy, and no unpacking on the host)."""
+    length = reference.total_length
+    codes = device.empty(length)
+    packed, = device.upload([reference.packed])
+    device.launch(device.kernel(GENOME, "unpack_genome"), groups(-(-length // 4)), None, packed,
+                  np.uint32(length), codes)
+    runs = np.ascontiguousarray(reference.runs, dtype=np.int64)
+    if runs.size:
+        device.launch(device.kernel(GENOME, "mark_n_runs"), groups(runs.shape[0]), None, device.to_device(runs),
+                      np.uint32(runs.shape[0]), codes)
+    return codes
 
 
 def slot_ranges(device: Device, seg: DeviceSegment, seeds: np.ndarray, keys: np.ndarray):

@@ -65,7 +65,7 @@ class Mapper:
         self.text_on_device = text_on_device
         ref = index.reference
         self.contig_offsets = ref.offsets
-        self.genome, = device.upload([ref.codes])
+        self.genome = lookup.upload_genome(device, ref)
         self.n_positions = sum(s.positions.size for s in index.segments)
         sum_sq = sum(s.sum_count_sq for s in index.segments)
         self.repeat_occupancy = sum_sq / max(1, self.n_positions)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
-from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -14,13 +14,38 @@ from .errors import MaroseError
 MAX_GENOME_LENGTH = 2**32 - 1  # positions are stored as uint32
 
 
-@dataclass
 class Reference:
-    """Contigs concatenated into one coordinate space of base codes (N and IUPAC are 4)."""
+    """Contigs concatenated into one coordinate space of base codes (N and IUPAC are 4).
 
-    names: list[str]
-    lengths: np.ndarray  # int64 per contig
-    codes: np.ndarray  # uint8, all contigs back to back
+    The bases are held as codes, or packed (2 bits a base, pack_2bit) with their N runs as an
+    index stores them, or both: each form is made from the other when first asked for, so that
+    loading an index unpacks nothing that the device unpacks faster."""
+
+    def __init__(self, names: list[str], lengths: np.ndarray, codes: np.ndarray | None = None,
+                 packed: np.ndarray | None = None, runs: np.ndarray | None = None):
+        if codes is None and (packed is None or runs is None):
+            raise ValueError("a reference needs its codes, or its packed bases and N runs")
+        self.names = names
+        self.lengths = lengths  # int64 per contig
+        if codes is not None:
+            self.__dict__["codes"] = codes
+        if packed is not None and runs is not None:
+            self.__dict__["packed"], self.__dict__["runs"] = packed, runs
+
+    @cached_property
+    def codes(self) -> np.ndarray:
+        """uint8 base codes, all contigs back to back."""
+        return apply_n_runs(unpack_2bit(self.packed, self.total_length), self.runs)
+
+    @cached_property
+    def packed(self) -> np.ndarray:
+        """Four bases a byte (pack_2bit); N is stored as A."""
+        return pack_2bit(self.codes)
+
+    @cached_property
+    def runs(self) -> np.ndarray:
+        """The N runs, (n, 2) int64 [start, end)."""
+        return n_runs(self.codes)
 
     @property
     def offsets(self) -> np.ndarray:
@@ -29,7 +54,7 @@ class Reference:
 
     @property
     def total_length(self) -> int:
-        return int(self.codes.size)
+        return int(np.sum(self.lengths))
 
     def contig_of(self, positions: np.ndarray) -> np.ndarray:
         """Index of the contig holding each concatenated position."""

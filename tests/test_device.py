@@ -1,8 +1,13 @@
-"""Device buffers: uploads through the pinned staging buffers."""
+"""Device buffers: uploads through the pinned staging buffers, and the genome unpacked there."""
 
 import numpy as np
+import pytest
 
 import marose.device
+from conftest import LAMBDA
+from marose.dna import encode
+from marose.lookup import upload_genome
+from marose.reference import Reference, read_fasta
 
 
 def test_upload_round_trip(device, monkeypatch):
@@ -23,3 +28,22 @@ def test_upload_of_small_arrays_only(device):
     arrays = [np.arange(100, dtype=np.uint32), np.ones(3, dtype=np.uint8)]
     assert [device.read(b, a.dtype, a.size).tolist() for a, b in zip(arrays, device.upload(arrays))] == \
         [a.tolist() for a in arrays]
+
+
+@pytest.mark.parametrize("sequence", [
+    "NNNACGTACGTTN",  # N runs at both ends, a length that is not a multiple of 4
+    "ACGTRYACGGNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNTTGCA",  # IUPAC codes and a long run
+    "GATTACA",
+])
+def test_genome_unpacked_on_the_device(device, sequence):
+    codes = encode(sequence)
+    packed = Reference(["c"], np.array([codes.size]), codes)
+    stored = Reference(["c"], np.array([codes.size]), packed=packed.packed, runs=packed.runs)
+    got = device.read(upload_genome(device, stored), np.uint8, codes.size)
+    assert np.array_equal(got, codes) and np.array_equal(stored.codes, codes)
+
+
+def test_genome_of_lambda_unpacked_on_the_device(device):
+    ref = read_fasta(LAMBDA)
+    stored = Reference(ref.names, ref.lengths, packed=ref.packed, runs=ref.runs)
+    assert np.array_equal(device.read(upload_genome(device, stored), np.uint8, ref.total_length), ref.codes)
