@@ -4,10 +4,13 @@
  * found. Two kernels: filter_count counts what each work-item will emit, the host allocates, and
  * filter_emit writes the candidates, sorted and de-duplicated in local memory: by rank when
  * there are at most 4 WG of them, else by a radix sort. A read with more than CAP candidates
- * leaves them as found, for cl/row_sort.cl to sort.
+ * leaves them as found, for cl/row_sort.cl to sort; its position ranges longer than BIG_RANGE
+ * are listed instead, and expand_ranges writes them a work-group each, so that no work-item
+ * walks a long range alone.
  *
  * Needs murmur3.cl, phf.cl, search.cl and sort.cl. Defines: SPAN, LN, SEED_MASK (bit j set where the mask has '#'),
- * E (0..3), WG (work-group size), CAP (local candidates), KEY_BITS (bits of a genome position). */
+ * E (0..3), WG (work-group size), CAP (local candidates), KEY_BITS (bits of a genome position),
+ * BIG_RANGE. */
 
 #define WIDTH (SPAN + LN)
 
@@ -89,7 +92,11 @@ void filter_count(__global const uchar *reads, __global const uint *read_offset,
     __global const uchar *read = reads + read_offset[r];
     uint len = read_length[r], step = read_step[r], np = n_patterns(len, step);
     uint count = 0;
-#define COUNT(range) count += (range).y - (range).x
+#define COUNT(range)                    \
+    do {                                \
+        uint2 found = (range);          \
+        count += found.y - found.x;     \
+    } while (0)
     for (uint t = lid; t < np; t += WG) {
         pattern_t p = make_pattern(read, pattern_offset(t, len, step));
         if (p.ok)
@@ -108,12 +115,20 @@ void filter_count(__global const uchar *reads, __global const uint *read_offset,
         read_count[r] = sum[0];
 }
 
+/* The read start of a pattern at read offset o found at genome position q, kept inside q's contig. */
+inline uint read_start(uint q, uint o, __global const uint *contig_start, uint n_contigs)
+{
+    uint first = contig_start[last_at_most(contig_start, n_contigs, q)];
+    return q - first >= o ? q - o : first;
+}
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void filter_emit(__global const uchar *reads, __global const uint *read_offset,
                  __global const uint *read_length, __global const uint *read_step, TABLES,
                  __global const uint *positions, __global const uint *contig_start, uint n_contigs,
                  __global const uint *item_count, __global const uint *out_offset,
-                 __global uint *candidates, __global uint *out_count)
+                 __global uint *candidates, __global uint *out_count, __global uint *big_ranges,
+                 __global uint *n_big)
 {
     __local uint keys_a[CAP], keys_b[CAP], hist[RADIX * WG], buf[WG];
     uint r = get_group_id(0), lid = get_local_id(0);
@@ -124,17 +139,26 @@ void filter_emit(__global const uchar *reads, __global const uint *read_offset,
     __global uint *out = candidates + out_offset[r];
     bool local_sort = total <= CAP;
     uint o;
-    /* the read start of each genome position q found, kept inside q's contig */
-#define EMIT(range)                                                                  \
-    for (uint i = (range).x; i < (range).y; ++i) {                                   \
-        uint q = positions[i];                                                       \
-        uint first = contig_start[last_at_most(contig_start, n_contigs, q)];         \
-        uint start = q - first >= o ? q - o : first;                                 \
-        if (local_sort)                                                              \
-            keys_a[at++] = start;                                                    \
-        else                                                                         \
-            out[at++] = start;                                                       \
-    }
+    /* a long range of a row sorted later is left to expand_ranges */
+#define EMIT(range)                                                                            \
+    do {                                                                                       \
+        uint2 found = (range);                                                                 \
+        if (!local_sort && found.y - found.x > BIG_RANGE) {                                    \
+            __global uint *listed = big_ranges + 4u * atomic_inc(n_big);                       \
+            listed[0] = found.x;                                                               \
+            listed[1] = found.y;                                                               \
+            listed[2] = o;                                                                     \
+            listed[3] = out_offset[r] + at;                                                    \
+            at += found.y - found.x;                                                           \
+        } else                                                                                 \
+            for (uint i = found.x; i < found.y; ++i) {                                         \
+                uint start = read_start(positions[i], o, contig_start, n_contigs);             \
+                if (local_sort)                                                                \
+                    keys_a[at++] = start;                                                      \
+                else                                                                           \
+                    out[at++] = start;                                                         \
+            }                                                                                  \
+    } while (0)
     for (uint t = lid; t < np; t += WG) {
         o = pattern_offset(t, len, step);
         pattern_t p = make_pattern(read, o);
@@ -148,4 +172,19 @@ void filter_emit(__global const uchar *reads, __global const uint *read_offset,
     uint n_unique = store_sorted_unique(keys_a, keys_b, total, hist, buf, lid, out);
     if (lid == 0)
         out_count[r] = n_unique;
+}
+
+/* A work-group per long range that filter_emit listed (big_ranges[4 g, + 4) = position range,
+ * read offset, where its read starts go in candidates); n_big is how many it listed. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void expand_ranges(__global const uint *big_ranges, __global const uint *n_big, __global const uint *positions,
+                   __global const uint *contig_start, uint n_contigs, __global uint *candidates)
+{
+    uint g = get_group_id(0), lid = get_local_id(0);
+    if (g >= n_big[0])
+        return;
+    __global const uint *range = big_ranges + 4u * g;
+    uint begin = range[0], end = range[1], o = range[2], at = range[3];
+    for (uint i = begin + lid; i < end; i += WG)
+        candidates[at + (i - begin)] = read_start(positions[i], o, contig_start, n_contigs);
 }

@@ -17,6 +17,7 @@ PROGRAM = ("murmur3.cl", "phf.cl", "search.cl", "sort.cl", "filter.cl")
 STRANDS = ("strands.cl",)
 WORK_GROUP = 64
 MAX_LOCAL_CANDIDATES = 4096
+BIG_RANGE = WORK_GROUP  # longer position ranges of long rows are written by a work-group each
 
 
 @dataclass
@@ -91,11 +92,12 @@ class Filter:
         self.capacity = local_capacity(device)
         seed_mask = sum(1 << j for j in params.seed_offsets)
         defines = {"SPAN": params.span, "LN": params.ln, "SEED_MASK": f"{seed_mask}u", "E": e,
-                   "WG": WORK_GROUP, "CAP": self.capacity,
+                   "WG": WORK_GROUP, "CAP": self.capacity, "BIG_RANGE": BIG_RANGE,
                    "KEY_BITS": max(1, int(genome_length - 1).bit_length())}
         self.sort_defines = {name: defines[name] for name in ("WG", "CAP", "KEY_BITS")}
         self.count_kernel = device.kernel(PROGRAM, "filter_count", defines)
         self.emit_kernel = device.kernel(PROGRAM, "filter_emit", defines)
+        self.expand_kernel = device.kernel(PROGRAM, "expand_ranges", defines)
         self.contig_start = device.to_device(np.asarray(contig_offsets, dtype=np.uint32))
         self.n_contigs = np.uint32(len(contig_offsets) - 1)
 
@@ -121,9 +123,14 @@ class Filter:
         offsets = region_offsets(counts)
         candidates, out_count = d.empty(4 * int(offsets[-1])), d.empty(4 * n)
         offsets_on_device = d.to_device(offsets)
+        most_big = int(counts[counts > self.capacity].sum()) // (BIG_RANGE + 1)  # long ranges there can be
+        big_ranges, listed = d.empty(16 * most_big), d.zeros(4)
         d.launch(self.emit_kernel, global_size, (WORK_GROUP,), *reads_on_device,
                  *seg.tables, seg.positions, self.contig_start, self.n_contigs, item_count,
-                 offsets_on_device, candidates, out_count)
+                 offsets_on_device, candidates, out_count, big_ranges, listed)
+        if most_big:
+            d.launch(self.expand_kernel, (most_big * WORK_GROUP,), (WORK_GROUP,), big_ranges, listed, seg.positions,
+                     self.contig_start, self.n_contigs, candidates)
         sort_long_rows(d, self.sort_defines, candidates, offsets, offsets_on_device, counts, read_count, out_count)
         return DeviceCandidates(candidates, offsets_on_device, out_count, offsets)
 
