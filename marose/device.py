@@ -144,15 +144,19 @@ class Device:
         access = mf.READ_WRITE if writable else mf.READ_ONLY
         return self.cl.Buffer(self.context, access | mf.COPY_HOST_PTR, hostbuf=data)
 
-    def upload(self, arrays: list[np.ndarray]) -> list:
+    def upload(self, arrays: list[np.ndarray], staged: bool | None = None) -> list:
         """Read-only buffers holding copies of the arrays, for large ones such as the index.
 
-        Large arrays go through two pinned staging buffers that take turns, one filled while
-        the other is copied: from pageable memory (an index mapped from its files) a discrete
-        GPU copies several times slower."""
+        On a device with memory of its own, large arrays go through two pinned staging
+        buffers that take turns, one filled while the other is copied: from pageable memory
+        (an index mapped from its files) a discrete GPU copies several times slower. A device
+        sharing the host's memory (a CPU) copies them directly, at once. staged: True or
+        False overrides that choice."""
+        if staged is None:
+            staged = not self.device.host_unified_memory
         flat = [np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in arrays]
         large = [a.nbytes for a in flat if a.nbytes >= STAGING_BYTES // 8]
-        if not large:
+        if not large or not staged:
             return [self.to_device(a) for a in arrays]
         cl, mf = self.cl, self.cl.mem_flags
         size = min(STAGING_BYTES, max(large))

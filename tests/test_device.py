@@ -18,16 +18,17 @@ def test_upload_round_trip(device, monkeypatch):
               np.arange(7, dtype=np.int64),  # below the staging threshold: copied directly
               np.zeros(0, dtype=np.uint32),
               rng.integers(0, 2**16, (300, 7), dtype=np.uint16)]
-    buffers = device.upload(arrays)
+    buffers = device.upload(arrays, staged=True)
     assert len(buffers) == len(arrays)
     for array, buffer in zip(arrays, buffers):
         assert np.array_equal(device.read(buffer, array.dtype, array.size), array.reshape(-1))
 
 
-def test_upload_of_small_arrays_only(device):
-    arrays = [np.arange(100, dtype=np.uint32), np.ones(3, dtype=np.uint8)]
-    assert [device.read(b, a.dtype, a.size).tolist() for a, b in zip(arrays, device.upload(arrays))] == \
-        [a.tolist() for a in arrays]
+@pytest.mark.parametrize("staged", [True, False, None])
+def test_upload_of_small_arrays_or_unstaged(device, staged):
+    arrays = [np.arange(100, dtype=np.uint32), np.ones(3, dtype=np.uint8), np.arange(2**20, dtype=np.uint32)]
+    got = [device.read(b, a.dtype, a.size) for a, b in zip(arrays, device.upload(arrays, staged))]
+    assert all(np.array_equal(g, a) for g, a in zip(got, arrays))
 
 
 @pytest.mark.parametrize("sequence", [
