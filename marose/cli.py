@@ -79,6 +79,7 @@ def find_index(given: str | None) -> str:
 
 def run_map(args, log) -> None:
     setup_started = time.time()
+    _in_background(_load_opencl_drivers)
     from indexer import store
 
     from .device import Device, describe
@@ -156,6 +157,21 @@ def run_map(args, log) -> None:
     summary(stats, elapsed, log)
     if args.stats:
         write_stats(args.stats, stats, elapsed, started - setup_started, device)
+
+
+def _load_opencl_drivers() -> None:
+    """Asks the OpenCL loader how many platforms there are, which loads and starts the vendors'
+    drivers (more than a tenth of a second on a GPU machine). Run in a thread while the
+    interpreter imports numpy and pyopencl (ctypes releases the interpreter lock for the call),
+    it leaves them started for when the device opens. Without the library, the device opening
+    reports the problem."""
+    import ctypes
+
+    try:
+        count = ctypes.c_uint()
+        ctypes.CDLL("libOpenCL.so.1").clGetPlatformIDs(0, None, ctypes.byref(count))
+    except (OSError, AttributeError):
+        pass
 
 
 def _in_background(function, *args) -> Future:
