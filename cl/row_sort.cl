@@ -77,12 +77,6 @@ void merge_tiles(__global uint *values, __global uint *scratch, __global const u
         to[pair + d + i] = merged[i];
 }
 
-/* Whether entry i of a sorted row is the first of a value other than NONE. */
-inline bool is_first(__global const uint *row, uint i)
-{
-    return row[i] != NONE && (i == 0u || row[i] != row[i - 1u]);
-}
-
 /* The distinct values this work-item holds in its tile (ITEMS consecutive entries), its
  * prefix among the tile's work-items, and the tile's total. */
 inline uint tile_prefix(__global const uint *row, uint first, uint n, uint lid, __local uint *buf,

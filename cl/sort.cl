@@ -121,6 +121,12 @@ inline void merge_pair(__global const uint *a, uint na, __global const uint *b, 
         dst[d] = j >= nb || (i < na && a[i] <= b[j]) ? a[i++] : b[j++];
 }
 
+/* Whether entry i of sorted values is the first of a value other than NONE. */
+inline bool is_first(__global const uint *sorted, uint i)
+{
+    return sorted[i] != NONE && (i == 0u || sorted[i] != sorted[i - 1u]);
+}
+
 /* Keeps the distinct values of sorted src[0, n) other than NONE in out (which may not overlap
  * src); returns how many. */
 inline uint store_unique(__global const uint *src, uint n, __global uint *out, __local uint *buf, uint lid)
@@ -129,11 +135,11 @@ inline uint store_unique(__global const uint *src, uint n, __global uint *out, _
     uint lo = min(n, lid * chunk), hi = min(n, lo + chunk);
     uint n_unique = 0;
     for (uint i = lo; i < hi; ++i)
-        n_unique += src[i] != NONE && (i == 0 || src[i] != src[i - 1]);
+        n_unique += is_first(src, i);
     uint n_total;
     uint dst = scan_items(n_unique, buf, lid, &n_total);
     for (uint i = lo; i < hi; ++i)
-        if (src[i] != NONE && (i == 0 || src[i] != src[i - 1]))
+        if (is_first(src, i))
             out[dst++] = src[i];
     return n_total;
 }
