@@ -201,6 +201,17 @@ def test_other_version_is_refused(saved_index):
         store.load(saved_index)
 
 
+def test_contig_lengths_that_do_not_add_up_are_refused(saved_index):
+    import json
+
+    manifest = f"{saved_index}/manifest.json"
+    data = json.load(open(manifest))
+    data["reference"]["contigs"][0]["length"] += 8
+    json.dump(data, open(manifest, "w"))
+    with pytest.raises(MaroseError, match="manifest.json: the contig lengths .* rebuild the index"):
+        store.load(saved_index)
+
+
 def test_not_an_index(tmp_path):
     with pytest.raises(MaroseError, match="not a marose index"):
         store.load(str(tmp_path))
