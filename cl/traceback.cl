@@ -28,6 +28,13 @@
 #define OP_INS 2
 #define OP_DEL 3
 
+/* Zeros after a row's operations (the buffer is not cleared beforehand). */
+inline void zero_from(__global uchar *row, uint from)
+{
+    for (uint j = from; j < OPS_WIDTH; ++j)
+        row[j] = 0;
+}
+
 __kernel void traceback(__global const uchar *read_codes, __global const uint *read_offset,
                         __global const uint *read_length, __global const uchar *genome,
                         __global const uint *loci_read, __global const uint *loci_end,
@@ -91,6 +98,7 @@ __kernel void traceback(__global const uchar *read_codes, __global const uint *r
     if (prev[k] > (int)k) {
         starts[t] = UINT_MAX;
         counts[t] = 0u;
+        zero_from(row, 0u);
         return;
     }
     /* Walk back twice: once to count the moves, once to write them first to last. */
@@ -111,6 +119,7 @@ __kernel void traceback(__global const uchar *read_codes, __global const uint *r
     }
     starts[t] = a + (uint)(shift + b);
     counts[t] = count;
+    zero_from(row, count);
     uint at = count;
     i = length;
     b = (int)k;

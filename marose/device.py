@@ -94,6 +94,10 @@ class Device:
         self.profile = profile
         self.kernel_seconds: dict[str, float] = {}
         self._events: list = []
+        self._kept: list = []
+        # Oclgrind's uninitialized-value checker loses track of buffers written by kernels when
+        # others are released, so on Oclgrind every buffer a command used is kept.
+        self._keep_all = "oclgrind" in self.device.platform.name.lower()
         self._programs: dict = {}
         self._kernels: dict = {}
 
@@ -122,6 +126,8 @@ class Device:
     def launch(self, kernel, global_size, local_size, *args) -> None:
         """Run a kernel; with profiling on, its device time is added to kernel_seconds."""
         event = kernel(self.queue, global_size, local_size, *args)
+        if self._keep_all:
+            self._kept.append(args)
         if self.profile:
             self._events.append((kernel.function_name, event))
 
@@ -192,6 +198,8 @@ class Device:
             if nbytes:
                 self.cl.enqueue_copy(self.queue, out, buffer, byte_count=nbytes, dst_offset=at)
             at += nbytes
+        if self._keep_all:
+            self._kept.append(parts)
         return out
 
     def empty(self, nbytes: int):

@@ -20,10 +20,11 @@ import numpy as np
 from .align import NO_HIT, WORD_BITS, n_words
 from .device import Device, groups
 from .dna import N_CODE, decode
-from .filter import leading_entries, region_offsets
+from .filter import region_offsets
 
 DISTANCES = ("search.cl", "extend.cl")
 TRACEBACK = ("traceback.cl",)
+LOCI = ("loci.cl",)
 
 # Traceback operations, first to last in a row of ops.
 OP_MATCH, OP_MISMATCH, OP_INS, OP_DEL = range(4)
@@ -131,15 +132,35 @@ def end_distances(device: Device, reads: ReadsLike, genome_buffer, cand_read: np
 
 @dataclass
 class RowLoci:
-    """Loci of every row (read strand) of a batch, as row_loci finds them."""
+    """Loci of every row (read strand) of a batch as row_loci leaves them on the device: task t
+    (candidates of row task_row[t]) found found[t] loci, by position, at src[t] of ends/dists,
+    or at src[t] - RERUN of the rerun's buffers."""
 
     count: np.ndarray  # loci per row, int64
-    end: np.ndarray  # genome end of each locus, int64: row 0's loci first, each row's by position
-    dist: np.ndarray  # edit distance at that end, int64
     candidates: np.ndarray  # distinct candidates per row
+    task_row: np.ndarray  # uint32, ascending
+    found: np.ndarray  # int64
+    src: np.ndarray  # uint32
+    ends: tuple  # buffers of uint32 genome ends: the first run's, the rerun's
+    dists: tuple  # buffers of uint8 edit distances at those ends
+
+    def read(self, device: Device) -> tuple[np.ndarray, np.ndarray]:
+        """(end, dist) of every locus, int64: row 0's first, each row's by position."""
+        end, dist = np.zeros(self.found.size, object), np.zeros(self.found.size, object)
+        rerun = self.src >= RERUN
+        for part, buffers in enumerate(zip(self.ends, self.dists)):
+            tasks = np.flatnonzero(rerun == bool(part))
+            src, found = self.src[tasks].astype(np.int64) % RERUN, self.found[tasks]
+            size = int((src + found).max(initial=0))
+            ends, dists = (device.read(b, t, size).astype(np.int64) for b, t in zip(buffers, (np.uint32, np.uint8)))
+            for t, at, n in zip(tasks.tolist(), src.tolist(), found.tolist()):
+                end[t], dist[t] = ends[at:at + n], dists[at:at + n]
+        return (np.concatenate([np.zeros(0, np.int64), *end]),
+                np.concatenate([np.zeros(0, np.int64), *dist]))
 
 
 SLICE = 32  # candidates of a row one work-item of row_loci takes
+RERUN = 1 << 31  # added to a task's src when its loci are in the rerun's buffers
 MERGE_GROUP = 64  # work-items merging one row's runs
 
 
@@ -189,8 +210,9 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     _check_k(k)
     n_rows = reads.lengths.size
     if not candidates or sum(c.size for c in candidates) == 0:
-        none = np.zeros(n_rows, np.int64)
-        return RowLoci(none, np.zeros(0, np.int64), np.zeros(0, np.int64), none)
+        none, no_tasks = np.zeros(n_rows, np.int64), np.zeros(0, np.uint32)
+        empty = (device.empty(1),) * 2
+        return RowLoci(none, none, no_tasks, np.zeros(0, np.int64), no_tasks, empty, empty)
     values, row_begin, row_size = _one_run_per_row(device, candidates)
     slices = -(-row_size // SLICE)
     task_row = np.repeat(np.arange(n_rows), slices)
@@ -200,37 +222,66 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
               device.to_device(row_size.astype(np.uint32)))  # the arguments every run shares
     after = (np.uint32(SLICE), contig_start_buffer, np.uint32(n_contigs), np.uint32(k))
 
-    def run(rows_of_tasks: np.ndarray, firsts: np.ndarray, room: np.ndarray
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Loci found by each task (row, first candidate), given room for that many, and the
-        ends and distances of the tasks that had room for theirs."""
+    def run(rows_of_tasks: np.ndarray, firsts: np.ndarray, room: np.ndarray) -> tuple[np.ndarray, np.ndarray, object, object]:
+        """Loci found by each task (row, first candidate), given room for that many, where
+        each task's room starts, and the buffers of ends and distances."""
         n_tasks = rows_of_tasks.size
         offsets = region_offsets(room)
         size = int(offsets[-1])
+        if size >= RERUN:
+            raise MemoryError("too many loci in one batch; use a smaller batch size")
         count, ends, dists = device.empty(4 * n_tasks), device.empty(4 * size), device.empty(size)
         device.launch(kernel, groups(n_tasks, 64), None, *before, device.to_device(rows_of_tasks.astype(np.uint32)),
                       device.to_device(firsts.astype(np.uint32)), np.uint32(n_tasks), *after,
                       device.to_device(offsets), count, ends, dists)
-        found = device.read(count, np.uint32, n_tasks).astype(np.int64)
-        index = leading_entries(offsets, np.where(found <= room, found, 0))
-        return found, device.read(ends, np.uint32, size)[index], device.read(dists, np.uint8, size)[index]
+        return device.read(count, np.uint32, n_tasks).astype(np.int64), offsets, ends, dists
 
     # Most candidates find no locus: room for one in four (and one more), and the tasks that find
     # more run again with room for all.
     room = (np.minimum(SLICE, row_size[task_row] - task_first) + 3) // 4 + 1
-    found, ends, dists = run(task_row, task_first, room)
+    found, src, ends, dists = run(task_row, task_first, room)
+    src = src[:-1]
     over = np.flatnonzero(found > room)
     if over.size:
-        _, more_ends, more_dists = run(task_row[over], task_first[over], found[over])
-        fitted = np.ones(task_row.size, dtype=bool)
-        fitted[over] = False
-        place = np.repeat(fitted, found)
-        ends_all, dists_all = np.empty(int(found.sum()), np.uint32), np.empty(int(found.sum()), np.uint8)
-        ends_all[place], dists_all[place] = ends, dists
-        ends_all[~place], dists_all[~place] = more_ends, more_dists
-        ends, dists = ends_all, dists_all
-    return RowLoci(np.bincount(task_row, weights=found, minlength=n_rows).astype(np.int64), ends.astype(np.int64),
-                   dists.astype(np.int64), row_size)
+        _, more_src, more_ends, more_dists = run(task_row[over], task_first[over], found[over])
+        src[over] = RERUN + more_src[:-1]
+        ends, dists = (ends, more_ends), (dists, more_dists)
+    else:
+        ends, dists = (ends, ends), (dists, dists)
+    count = np.bincount(task_row, weights=found, minlength=n_rows).astype(np.int64)
+    return RowLoci(count, row_size, task_row.astype(np.uint32), found, src, ends, dists)
+
+
+@dataclass
+class BestLoci:
+    """The loci of each read of a batch, best first, at most max_hits of them (row_loci's ties
+    kept in order: forward strand first, then by position)."""
+
+    n_loci: np.ndarray  # loci of each read, int64, including those cut
+    row: np.ndarray  # row (2 * read + strand) of each locus kept, int64
+    end: np.ndarray  # genome end, int64
+    dist: np.ndarray  # edit distance, int64
+
+
+def best_loci(device: Device, loci: RowLoci, n_reads: int, k: int, max_hits: int | None) -> BestLoci:
+    """The loci of row_loci ordered on the device (cl/loci.cl) by read, then distance, and cut
+    to the first max_hits of each read (all when None); only those kept are read back."""
+    n_loci = loci.count.reshape(n_reads, 2).sum(axis=1)
+    kept = n_loci if max_hits is None else np.minimum(n_loci, max_hits)
+    out_base = region_offsets(kept)
+    total = int(out_base[-1])
+    if total == 0:
+        none = np.zeros(0, np.int64)
+        return BestLoci(n_loci, none, none, none)
+    read_task = region_offsets(np.bincount(loci.task_row // 2, minlength=n_reads))
+    row, end, dist = device.empty(4 * total), device.empty(4 * total), device.empty(total)
+    device.launch(device.kernel(LOCI, "best_loci"), groups(n_reads, 64), None, device.to_device(read_task),
+                  device.to_device(loci.src), device.to_device(loci.found.astype(np.uint32)),
+                  device.to_device(loci.task_row), *loci.ends, *loci.dists, device.to_device(out_base),
+                  np.uint32(n_reads), np.uint32(k), row, end, dist)
+    return BestLoci(n_loci, device.read(row, np.uint32, total).astype(np.int64),
+                    device.read(end, np.uint32, total).astype(np.int64),
+                    device.read(dist, np.uint8, total).astype(np.int64))
 
 
 def slice_starts(loci_end: np.ndarray, read_length: np.ndarray, contig_start: np.ndarray,
@@ -266,7 +317,7 @@ def trace(device: Device, reads: ReadsLike, genome_buffer, loci_read: np.ndarray
     if n and ((slice_start > loci_end).any() or loci_end.max() >= genome_buffer.size):
         raise ValueError("a locus ends before its slice starts or past the end of the genome")
     starts, counts = device.empty(4 * n), device.empty(4 * n)
-    ops = device.zeros(n * width)
+    ops = device.empty(n * width)
     kernel = device.kernel(TRACEBACK, "traceback", defines)
     device.launch(kernel, groups(n, 64), None, *batch.buffers, genome_buffer,
                   device.to_device(loci_read), device.to_device(loci_end), device.to_device(slice_start),

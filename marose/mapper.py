@@ -171,15 +171,8 @@ class Mapper:
         with self.stats.timing("extend"):
             loci = extend.row_loci(self.device, reads, self.genome, candidates, self.contig_start, n_contigs, self.k)
             self._count_candidates(strands, loci.candidates)
-            row = np.repeat(np.arange(strands.n), loci.count)
-            read = row // 2
-            n_loci = np.bincount(read, minlength=strands.n // 2)
-            # by read, best first; ties by strand, then position (the order the rows hold them in)
-            order = np.argsort((read << 8) | loci.dist, kind="stable")
-            if self.max_hits is not None:
-                rank = np.arange(order.size) - (np.cumsum(n_loci) - n_loci)[read[order]]
-                order = order[rank < self.max_hits]
-            row, end, dist = row[order], loci.end[order], loci.dist[order]
+            best = extend.best_loci(self.device, loci, strands.n // 2, self.k, self.max_hits)
+            row, end, dist, n_loci = best.row, best.end, best.dist, best.n_loci
             contig = np.searchsorted(self.contig_offsets, end, side="right") - 1
         with self.stats.timing("traceback"):
             slice_start = extend.slice_starts(end, strands.lengths[row], self.contig_offsets[contig], self.k)

@@ -20,9 +20,11 @@ from marose.extend import (
     alignment_strings,
     alignment_strings_batch,
     alignment_text,
+    best_loci,
     end_distances,
     row_loci,
     pack_reads,
+    RowLoci,
     slice_starts,
     trace,
     tracebacks,
@@ -210,7 +212,8 @@ def test_row_loci_merge_the_windows_of_each_row(device, monkeypatch, k: int, alp
                    offsets.size - 1, k)
     want = expected_row_loci(case, rows, offsets, k)
     assert got.count.tolist() == [len(w) for w in want]
-    assert list(zip(got.end.tolist(), got.dist.tolist())) == sum(want, [])
+    end, dist = got.read(device)
+    assert list(zip(end.tolist(), dist.tolist())) == sum(want, [])
     assert got.count.sum() >= len(case.reads)
 
 
@@ -221,7 +224,52 @@ def test_row_loci_more_loci_than_candidates(device) -> None:
     lists = [device_candidates(device, [[2], []])]
     got = row_loci(device, reads, genome, lists, device.to_device(np.array([0, 10], np.uint32)), 1, 2)
     assert got.count.tolist() == [3, 0] and got.candidates.tolist() == [1, 0]
-    assert got.end.tolist() == [4, 6, 8] and got.dist.tolist() == [2, 2, 2]
+    end, dist = got.read(device)
+    assert end.tolist() == [4, 6, 8] and dist.tolist() == [2, 2, 2]
+
+
+def expected_best(row: np.ndarray, end: np.ndarray, dist: np.ndarray, n_reads: int, max_hits):
+    """The numpy reference of best_loci: loci in row order, stably sorted by read then
+    distance, cut to max_hits a read."""
+    read = row // 2
+    n_loci = np.bincount(read, minlength=n_reads)
+    order = np.argsort(read * 256 + dist, kind="stable")
+    if max_hits is not None:
+        rank = np.arange(order.size) - (np.cumsum(n_loci) - n_loci)[read[order]]
+        order = order[rank < max_hits]
+    return n_loci, row[order], end[order], dist[order]
+
+
+@pytest.mark.parametrize("k", [0, 3, 8])
+@pytest.mark.parametrize("max_hits", [None, 1, 3])
+def test_best_loci_equal_a_stable_sort(device, k: int, max_hits) -> None:
+    """Tasks of random rows (some reads without any, a read with many tasks) whose loci lie in
+    regions out of task order, some in the rerun's buffers: best_loci == a stable sort by read
+    and distance, cut to max_hits."""
+    rng = np.random.default_rng(k)
+    n_reads = 40
+    task_row = np.sort(np.concatenate([rng.integers(0, 2 * n_reads - 10, 90), np.full(25, 2 * n_reads - 7)]))
+    found = rng.integers(0, 7, task_row.size) * (rng.random(task_row.size) < 0.7)
+    region = rng.permutation(task_row.size)  # task t's loci in region region[t]
+    sizes = np.zeros(task_row.size, np.int64)
+    sizes[region] = found + 2  # room left over, as the kernel leaves
+    starts = np.concatenate(([0], np.cumsum(sizes)))[:-1]
+    src = starts[region]
+    ends = rng.integers(0, 2**32, int(sizes.sum()), dtype=np.uint32)
+    dists = rng.integers(0, k + 1, int(sizes.sum())).astype(np.uint8)
+    count = np.bincount(task_row, weights=found, minlength=2 * n_reads).astype(np.int64)
+    rerun = rng.random(task_row.size) < 0.3  # the rest in a second pair of buffers
+    src = np.where(rerun, src + extend.RERUN, src).astype(np.uint32)
+    other_ends, other_dists = rng.permutation(ends), rng.permutation(dists)
+    loci = RowLoci(count, count, task_row.astype(np.uint32), found, src,
+                   (device.to_device(ends), device.to_device(other_ends)),
+                   (device.to_device(dists), device.to_device(other_dists)))
+    end, dist = loci.read(device)
+    want = expected_best(np.repeat(task_row.astype(np.int64), found), end, dist, n_reads, max_hits)
+    got = best_loci(device, loci, n_reads, k, max_hits)
+    for g, w in zip((got.n_loci, got.row, got.end, got.dist), want):
+        assert g.tolist() == w.tolist()
+    assert got.n_loci.sum() == found.sum() and (got.n_loci == 0).any()
 
 
 @pytest.mark.parametrize("seed", [21, 22])

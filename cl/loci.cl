@@ -1,0 +1,39 @@
+/* The loci of each read, best first and cut to the first max_hits, from the loci row_loci wrote
+ * by tasks (cl/extend.cl). A read's loci are its rows' (forward strand, then reverse) in task
+ * order, each task's by position; they are ordered by distance, ties kept in that order.
+ *
+ * Task t's found[t] loci lie at src[t] in ends/dists, or at src[t] - RERUN in rerun_ends/
+ * rerun_dists when row_loci ran again for it; its row is task_row[t], and the tasks of read r
+ * are [read_task[r], read_task[r + 1]). Read r's kept loci go to [out_base[r], out_base[r + 1]).
+ *
+ * A work-item per read walks its loci once for each distance, until the kept ones are written:
+ * no scratch memory, and most reads have a few loci. */
+
+#define RERUN 0x80000000u
+
+__kernel void best_loci(__global const uint *read_task, __global const uint *src,
+                        __global const uint *found, __global const uint *task_row,
+                        __global const uint *ends, __global const uint *rerun_ends,
+                        __global const uchar *dists, __global const uchar *rerun_dists,
+                        __global const uint *out_base, uint n_reads, uint k,
+                        __global uint *out_row, __global uint *out_end, __global uchar *out_dist)
+{
+    uint r = get_global_id(0);
+    if (r >= n_reads)
+        return;
+    uint first = read_task[r], last = read_task[r + 1];
+    uint slot = out_base[r], limit = out_base[r + 1];
+    for (uint d = 0; d <= k && slot < limit; ++d)
+        for (uint t = first; t < last && slot < limit; ++t) {
+            uint at = src[t] & ~RERUN;
+            __global const uint *end = (src[t] & RERUN ? rerun_ends : ends) + at;
+            __global const uchar *dist = (src[t] & RERUN ? rerun_dists : dists) + at;
+            for (uint j = 0; j < found[t] && slot < limit; ++j)
+                if (dist[j] == d) {
+                    out_row[slot] = task_row[t];
+                    out_end[slot] = end[j];
+                    out_dist[slot] = (uchar)d;
+                    ++slot;
+                }
+        }
+}
