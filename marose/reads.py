@@ -24,6 +24,8 @@ GZIP_STEP_BYTES = 256 << 10
 _GZIP_MAGIC = b"\x1f\x8b"
 _NAME = re.compile(rb"^[@>](\S*)", re.M)
 _BAD_NAME_BYTE = re.compile(rb"[^!-~\n]")
+_NAME_BYTES = bytes(range(ord("!"), ord("~") + 1)) + b"\n"  # printable ASCII, and the separator
+_WHITESPACE = (b" ", b"\t", b"\r", b"\x0b", b"\x0c")
 MAX_NAME_LEN = 254  # the longest QNAME that SAM allows
 _QUAL_MIN, _QUAL_MAX = 33, 126
 # dna.encode as a bytes.translate table, which converts several times faster.
@@ -393,9 +395,12 @@ def _fasta_records(text: bytes, done: int, label: str) -> _Chunk:
 
 def _names(head_block: bytes, n: int, done: int, label: str) -> list[str]:
     """Read names (up to the first whitespace) from newline-joined header lines."""
-    joined = b"\n".join(_NAME.findall(head_block))
-    bad = _BAD_NAME_BYTE.search(joined)
-    if bad:
+    if any(space in head_block for space in _WHITESPACE):
+        joined = b"\n".join(_NAME.findall(head_block))
+    else:  # whole header lines are the names
+        joined = head_block[1:].replace(b"\n" + head_block[:1], b"\n")
+    if joined.translate(None, _NAME_BYTES):
+        bad = _BAD_NAME_BYTE.search(joined)
         i = joined.count(b"\n", 0, bad.start())
         raise MaroseError(f"{label}: record {done + i + 1}: read name holds "
                           f"{bad.group()!r}, which is not printable ASCII")

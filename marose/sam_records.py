@@ -15,11 +15,12 @@ from .sam import COMPLEMENT, Hits, rank_hits, read_group_tag
 PROGRAM = ("sam_text.cl", "sam_records.cl")
 
 
-def _packed(texts: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
-    """Texts end to end and the offset of each (one more at the end)."""
+def _packed(texts: Sequence[bytes] | Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Texts (bytes, or ASCII strings) end to end and the offset of each (one more at the end)."""
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
     offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.uint32)
-    return np.frombuffer(b"".join(texts) or b"\0", dtype=np.uint8), offsets
+    joined = "".join(texts).encode("ascii") if texts and isinstance(texts[0], str) else b"".join(texts)
+    return np.frombuffer(joined or b"\0", dtype=np.uint8), offsets
 
 
 class DeviceSamFormatter:
@@ -33,7 +34,7 @@ class DeviceSamFormatter:
         self.device = device
         self.genome = genome_buffer
         self.max_hits = max_hits
-        names, offsets = _packed([name.encode("ascii") for name in contig_names])
+        names, offsets = _packed(list(contig_names))
         self.contigs = (device.to_device(names), device.to_device(offsets))
         self.complement = device.to_device(np.frombuffer(COMPLEMENT, dtype=np.uint8))
         tail = read_group_tag(read_group_id)
@@ -51,7 +52,7 @@ class DeviceSamFormatter:
         record_read = np.repeat(np.arange(n), per_read)
         record_hit = np.full(record_read.size, -1, dtype=np.int32)
         record_hit[np.repeat(counts > 0, per_read)] = np.flatnonzero(ranked.rank < self.max_hits)
-        names, name_offset = _packed([name.encode("ascii") for name in batch.names])
+        names, name_offset = _packed(batch.names)
         seqs, seq_offset = _packed(batch.seqs)
         quals = _packed(batch.quals)[0] if batch.quals is not None else np.zeros(1, np.uint8)
         text = hits.text

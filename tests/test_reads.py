@@ -34,6 +34,8 @@ FASTQ = (
     b"+\n"
     b"5\n"
 )
+# headers without whitespace: the names are whole header lines
+PLAIN_FASTQ = b"@r1/1\nACGT\n+\nIIII\n@r2\nGATT\n+\n!!~~\n@r3\nT\n+\n5\n"
 FASTQ_READS = (["r1/1", "r2/2", "r3"], [b"ACGTACGTNN", b"GATTRYKM", b"T"],
                [b"IIIIIIII##", b"!!~~ABCD", b"5"])
 
@@ -86,6 +88,14 @@ def random_fastq(n: int, seed: int = 0) -> tuple[bytes, list[str], list[bytes], 
 def test_fastq_round_trip(tmp_path: Path) -> None:
     names, seqs, quals = read_all(write(tmp_path / "r.fq", FASTQ))
     assert (names, seqs, quals) == FASTQ_READS
+
+
+def test_names_of_headers_without_whitespace(tmp_path: Path) -> None:
+    names = ["r1/1", "r2", "r3"]
+    assert read_all(write(tmp_path / "p.fq", PLAIN_FASTQ))[0] == names
+    assert read_all(write(tmp_path / "c.fq", PLAIN_FASTQ.replace(b"\n", b"\r\n")))[0] == names
+    fasta = b"".join(b">%s\nACGT\n" % name.encode() for name in names)
+    assert read_all(write(tmp_path / "p.fa", fasta))[0] == names
 
 
 def test_fastq_without_final_newline_and_with_crlf(tmp_path: Path) -> None:
@@ -213,6 +223,10 @@ def expect_error(path: str, *words: str) -> None:
     ("emptyname.fq", FASTQ.replace(b"@r3\n", b"@ x\n"), ["record 3", "empty read name"]),
     ("ctrlname.fq", FASTQ.replace(b"@r3\n", b"@r\x013\n"), ["record 3", "printable"]),
     ("longname.fq", FASTQ.replace(b"@r3\n", b"@" + b"x" * 255 + b"\n"), ["record 3", "longer"]),
+    ("plainempty.fq", PLAIN_FASTQ.replace(b"@r2\n", b"@\n"), ["record 2", "empty read name"]),
+    ("plainctrl.fq", PLAIN_FASTQ.replace(b"@r3\n", b"@r\x013\n"), ["record 3", "printable"]),
+    ("plainhigh.fq", PLAIN_FASTQ.replace(b"@r3\n", b"@r\xe93\n"), ["record 3", "printable"]),
+    ("plainlong.fq", PLAIN_FASTQ.replace(b"@r2\n", b"@" + b"x" * 255 + b"\n"), ["record 2", "longer"]),
     ("emptyseq.fa", FASTA.replace(b"TTTT\n", b""), ["record 2", "empty sequence"]),
     ("junk.fa", FASTA.replace(b"TTTT", b"TT\xffT"), ["record 2", "not a letter"]),
     ("binary.bin", b"\x00\x01\x02binary", ["not FASTQ or FASTA"]),
