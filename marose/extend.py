@@ -148,13 +148,14 @@ class RowLoci:
         """(end, dist) of every locus, int64: row 0's first, each row's by position."""
         end, dist = np.zeros(self.found.size, object), np.zeros(self.found.size, object)
         rerun = self.src >= RERUN
-        for part, buffers in enumerate(zip(self.ends, self.dists)):
+        for part, (end_buffer, dist_buffer) in enumerate(zip(self.ends, self.dists)):
             tasks = np.flatnonzero(rerun == bool(part))
             src, found = self.src[tasks].astype(np.int64) % RERUN, self.found[tasks]
             size = int((src + found).max(initial=0))
-            ends, dists = (device.read(b, t, size).astype(np.int64) for b, t in zip(buffers, (np.uint32, np.uint8)))
-            for t, at, n in zip(tasks.tolist(), src.tolist(), found.tolist()):
-                end[t], dist[t] = ends[at:at + n], dists[at:at + n]
+            ends = device.read(end_buffer, np.uint32, size).astype(np.int64)
+            dists = device.read(dist_buffer, np.uint8, size).astype(np.int64)
+            for task, at, n in zip(tasks.tolist(), src.tolist(), found.tolist()):
+                end[task], dist[task] = ends[at:at + n], dists[at:at + n]
         return (np.concatenate([np.zeros(0, np.int64), *end]),
                 np.concatenate([np.zeros(0, np.int64), *dist]))
 
@@ -222,7 +223,8 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
               device.to_device(row_size.astype(np.uint32)))  # the arguments every run shares
     after = (np.uint32(SLICE), contig_start_buffer, np.uint32(n_contigs), np.uint32(k))
 
-    def run(rows_of_tasks: np.ndarray, firsts: np.ndarray, room: np.ndarray) -> tuple[np.ndarray, np.ndarray, object, object]:
+    def run(rows_of_tasks: np.ndarray, firsts: np.ndarray, room: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, object, object]:
         """Loci found by each task (row, first candidate), given room for that many, where
         each task's room starts, and the buffers of ends and distances."""
         n_tasks = rows_of_tasks.size
