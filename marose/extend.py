@@ -20,7 +20,7 @@ import numpy as np
 from .align import NO_HIT, WORD_BITS, n_words
 from .device import Device, groups
 from .dna import N_CODE, decode
-from .filter import region_offsets
+from .regions import leading_entries, region_offsets, spans
 
 DISTANCES = ("search.cl", "extend.cl")
 TRACEBACK = ("traceback.cl",)
@@ -146,18 +146,19 @@ class RowLoci:
 
     def read(self, device: Device) -> tuple[np.ndarray, np.ndarray]:
         """(end, dist) of every locus, int64: row 0's first, each row's by position."""
-        end, dist = np.zeros(self.found.size, object), np.zeros(self.found.size, object)
+        total = int(self.found.sum())
+        end, dist = np.zeros(total, np.int64), np.zeros(total, np.int64)
+        out_start = np.cumsum(self.found) - self.found
         rerun = self.src >= RERUN
         for part, (end_buffer, dist_buffer) in enumerate(zip(self.ends, self.dists)):
             tasks = np.flatnonzero(rerun == bool(part))
             src, found = self.src[tasks].astype(np.int64) % RERUN, self.found[tasks]
-            size = int((src + found).max(initial=0))
-            ends = device.read(end_buffer, np.uint32, size).astype(np.int64)
-            dists = device.read(dist_buffer, np.uint8, size).astype(np.int64)
-            for task, at, n in zip(tasks.tolist(), src.tolist(), found.tolist()):
-                end[task], dist[task] = ends[at:at + n], dists[at:at + n]
-        return (np.concatenate([np.zeros(0, np.int64), *end]),
-                np.concatenate([np.zeros(0, np.int64), *dist]))
+            at = leading_entries(src, found)
+            size = int(at.max(initial=-1)) + 1
+            into = leading_entries(out_start[tasks], found)
+            end[into] = device.read(end_buffer, np.uint32, size)[at]
+            dist[into] = device.read(dist_buffer, np.uint8, size)[at]
+        return end, dist
 
 
 SLICE = 32  # candidates of a row one work-item of row_loci takes
@@ -215,9 +216,7 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
         empty = (device.empty(1),) * 2
         return RowLoci(none, none, no_tasks, np.zeros(0, np.int64), no_tasks, empty, empty)
     values, row_begin, row_size = _one_run_per_row(device, candidates)
-    slices = -(-row_size // SLICE)
-    task_row = np.repeat(np.arange(n_rows), slices)
-    task_first = (np.arange(task_row.size) - np.repeat(np.cumsum(slices) - slices, slices)) * SLICE
+    task_row, task_first = spans(np.arange(n_rows), row_size, SLICE)
     kernel = device.kernel(DISTANCES, "row_loci", {"MAX_WORDS": max_words(int(reads.lengths.max()))})
     before = (*reads.buffers, genome_buffer, values, device.to_device(row_begin.astype(np.uint32)),
               device.to_device(row_size.astype(np.uint32)))  # the arguments every run shares
@@ -251,7 +250,7 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     else:
         ends, dists = (ends, ends), (dists, dists)
     count = np.bincount(task_row, weights=found, minlength=n_rows).astype(np.int64)
-    return RowLoci(count, row_size, task_row.astype(np.uint32), found, src, ends, dists)
+    return RowLoci(count, row_size, task_row, found, src, ends, dists)
 
 
 @dataclass

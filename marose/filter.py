@@ -11,6 +11,7 @@ from indexer.build import IndexParams
 from .device import Device, groups
 from .dna import N_CODE, complement
 from .lookup import DeviceSegment
+from .regions import leading_entries, region_offsets
 from .row_sort import TILE, sort_long_rows
 
 PROGRAM = ("murmur3.cl", "phf.cl", "search.cl", "sort.cl", "filter.cl")
@@ -142,7 +143,7 @@ class Filter:
         found = d.read(on_device.buffer, np.uint32, int(offsets[-1]))
         written = d.read(on_device.count, np.uint32, n).astype(np.int64)
         row = np.repeat(np.arange(n, dtype=np.uint32), written)
-        return Candidates(row, found[leading_entries(offsets, written)])
+        return Candidates(row, found[leading_entries(offsets[:-1], written)])
 
 
 @dataclass
@@ -162,21 +163,6 @@ class DeviceCandidates:
     def size(self) -> int:
         """Entries in the buffer (an upper bound on the candidates)."""
         return int(self.offsets[-1])
-
-
-def region_offsets(sizes: np.ndarray) -> np.ndarray:
-    """Where consecutive regions of the given sizes start, and where the last ends (uint32)."""
-    offsets = np.concatenate(([0], np.cumsum(sizes)))
-    if offsets[-1] >= 2**32:
-        raise MemoryError("too many candidates in one batch; use a smaller batch size")
-    return offsets.astype(np.uint32)
-
-
-def leading_entries(offsets: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Indices of the first counts[i] entries of each region [offsets[i], offsets[i + 1])."""
-    counts = np.asarray(counts, dtype=np.int64)
-    first = offsets[:-1].astype(np.int64) - (np.cumsum(counts) - counts)
-    return np.arange(int(counts.sum())) + np.repeat(first, counts)
 
 
 def unique_candidates(row: np.ndarray, start: np.ndarray) -> Candidates:

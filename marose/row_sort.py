@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .device import Device
+from .regions import region_offsets, spans
 
 PROGRAM = ("sort.cl", "row_sort.cl")
 TILE = 512  # outputs of one work-group in a merge round; divides 2 * capacity
@@ -24,14 +25,6 @@ def merge_rounds(sizes: np.ndarray, capacity: int) -> np.ndarray:
         rounds[more] += 1
         width *= 2
     return rounds
-
-
-def spans(rows: np.ndarray, sizes: np.ndarray, step: int) -> tuple[np.ndarray, np.ndarray]:
-    """For each row in turn, its spans of step entries: (row, first entry) of each."""
-    n = -(-np.asarray(sizes, dtype=np.int64) // step)
-    row = np.repeat(rows, n)
-    first = (np.arange(row.size) - np.repeat(np.cumsum(n) - n, n)) * step
-    return row.astype(np.uint32), first.astype(np.uint32)
 
 
 def sort_long_rows(device: Device, defines: dict, values, offsets: np.ndarray, offsets_buffer,
@@ -54,7 +47,7 @@ def sort_long_rows(device: Device, defines: dict, values, offsets: np.ndarray, o
     device.launch(kernels["sort_chunks"], (chunk_row.size * wg,), (wg,), values, scratch,
                   device.to_device(chunk_row), device.to_device(chunk_first), offsets_buffer, totals_buffer)
     tile_row, tile_first = spans(rows, sizes, TILE)
-    row_tiles = np.concatenate(([0], np.cumsum(-(-sizes // TILE)))).astype(np.uint32)
+    row_tiles = region_offsets(-(-sizes // TILE))
     tile_row_buffer, tile_first_buffer = device.to_device(tile_row), device.to_device(tile_first)
     tile_args = (tile_row_buffer, tile_first_buffer, offsets_buffer, totals_buffer)
     for j in range(int(rounds[0])):

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from marose.filter import region_offsets
-from marose.row_sort import merge_rounds, sort_long_rows, spans
+from marose.regions import region_offsets, spans
+from marose.row_sort import merge_rounds, sort_long_rows
 
 CAP = 256
 
