@@ -14,6 +14,8 @@ from .reference import Reference
 
 PROGRAM = ("murmur3.cl", "phf.cl", "lookup.cl")
 GENOME = ("genome.cl",)
+# A segment's tables on the device, in the order the kernels take them.
+TABLES = ("hash_seed", "vertex_offset", "g", "slot_key", "slot_start", "positions")
 
 
 @dataclass
@@ -35,8 +37,7 @@ class DeviceSegment:
 
 
 def upload(device: Device, segment: Segment) -> DeviceSegment:
-    names = ("hash_seed", "vertex_offset", "g", "slot_key", "slot_start", "positions")
-    return DeviceSegment(segment, *device.upload([np.asarray(getattr(segment, n)) for n in names]))
+    return DeviceSegment(segment, *device.upload([np.asarray(getattr(segment, n)) for n in TABLES]))
 
 
 def upload_genome(device: Device, reference: Reference):

@@ -78,7 +78,7 @@ class Mapper:
 
     def _fits_on_device(self) -> bool:
         tables = sum(np.asarray(getattr(s, name)).nbytes for s in self.index.segments
-                     for name in ("hash_seed", "vertex_offset", "g", "slot_key", "slot_start", "positions"))
+                     for name in lookup.TABLES)
         return tables <= RESIDENT_FRACTION * self.device.device.global_mem_size
 
     def segments(self):

@@ -21,8 +21,7 @@ import numpy as np  # noqa: E402
 
 from indexer import store  # noqa: E402
 from marose.device import Device, describe  # noqa: E402
-
-TABLES = ("hash_seed", "vertex_offset", "g", "slot_key", "slot_start", "positions")
+from marose.lookup import TABLES  # noqa: E402
 
 
 def index_arrays(path: str) -> list[np.ndarray]:
