@@ -4,6 +4,9 @@ Table I columns (non-mapped, mapped, uniquely hit, multiple hits: number and mea
 
     scripts/bench_map.py INDEX_OR_FASTA READS.fq -k 3 [--label H3] [--append BENCHMARKS.md] [-- extra map args]
 
+With --profile FILE, the run is made under cProfile (which slows it) and the functions of the
+mapping thread that took the most time, their callees included, are written to FILE.
+
 The reads' names come from scripts/simulate_reads.py, so the true origin is known and
 the share of reads whose true locus is reported is printed too.
 """
@@ -15,6 +18,7 @@ import datetime
 import json
 import os
 import platform
+import pstats
 import subprocess
 import sys
 import tempfile
@@ -56,6 +60,14 @@ def table_one(sam_path: str) -> dict:
             "true_locus_found": found_true}
 
 
+def write_profile(profile_path: str, out_path: str, lines: int = 60) -> None:
+    """The functions with the most cumulative time, then with the most time of their own."""
+    with open(out_path, "w") as handle:
+        stats = pstats.Stats(profile_path, stream=handle).strip_dirs()
+        stats.sort_stats("cumulative").print_stats(lines)
+        stats.sort_stats("tottime").print_stats(lines)
+
+
 def machine() -> str:
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
                platform.processor())
@@ -70,11 +82,13 @@ def main() -> None:
     parser.add_argument("--label", default="")
     parser.add_argument("--append", metavar="FILE")
     parser.add_argument("--stats-out", metavar="FILE", help="keep marose's --stats JSON here")
+    parser.add_argument("--profile", metavar="FILE", help="profile the run; write its costliest functions here")
     parser.add_argument("extra", nargs="*", help="further `marose map` arguments (after --)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         out, stats_path = os.path.join(tmp, "out.bam"), os.path.join(tmp, "stats.json")
-        command = [sys.executable, "-m", "marose.cli", "map", "-x", args.index, args.reads, "-k", str(args.k),
+        profiler = ["-m", "cProfile", "-o", os.path.join(tmp, "profile")] if args.profile else []
+        command = [sys.executable, *profiler, "-m", "marose.cli", "map", "-x", args.index, args.reads, "-k", str(args.k),
                    "-o", out, "--stats", stats_path, "-q", *args.extra]
         started = time.time()
         path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
@@ -85,6 +99,8 @@ def main() -> None:
             with open(args.stats_out, "w") as handle:
                 json.dump(stats, handle, indent=1)
         columns = table_one(out)
+        if args.profile:
+            write_profile(os.path.join(tmp, "profile"), args.profile)
     seconds = stats["seconds"]
     reads = stats["reads"]
     lines = [
