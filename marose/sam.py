@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
+import tempfile
 import uuid
 from dataclasses import dataclass
 from itertools import repeat
@@ -294,7 +296,10 @@ class SamWriter:
     A file is written under a temporary name in the same directory and renamed
     into place by close(); leaving the ``with`` block by an exception removes it,
     so a failed run leaves nothing at the path. BAM is made by htslib (samtools
-    view through pysam, with threads compressing) from the SAM text at close.
+    view through pysam, with threads compressing) in a process of its own, which
+    takes the SAM text through a pipe as it is written: the conversion overlaps
+    the mapping, and pysam, which holds the interpreter lock while samtools runs,
+    does not stop the mapper's threads.
     """
 
     def __init__(self, path: str | None, header: str, threads: int = 1) -> None:
@@ -302,6 +307,7 @@ class SamWriter:
         self.threads = max(1, threads)
         self._tmp: str | None = None
         self._closed = False
+        self._bam: _BamConverter | None = None
         self._out: BinaryIO
         if self.path is None:
             self._out = sys.stdout.buffer
@@ -321,6 +327,9 @@ class SamWriter:
             except OSError as e:
                 raise MaroseError(f"{self.path}: cannot write output ({e.strerror})") from None
             self._out = os.fdopen(fd, "wb", buffering=1 << 20)
+            if self.is_bam:  # the temporary file becomes the BAM; the SAM text goes to the converter
+                self._bam = _BamConverter(self._tmp, self._out, self.threads)
+                self._out = self._bam.stdin
         try:
             self.write(header.encode("utf-8"))
         except BaseException:
@@ -335,6 +344,10 @@ class SamWriter:
         """Append SAM text (whole lines)."""
         try:
             self._out.write(records)
+        except BrokenPipeError:
+            if self._bam is None:
+                raise MaroseError(f"{self.path or 'stdout'}: write error (broken pipe)") from None
+            raise MaroseError(f"{self.path}: {self._bam.failure()}") from None
         except OSError as e:
             raise MaroseError(f"{self.path or 'stdout'}: write error ({e.strerror})") from None
 
@@ -352,22 +365,15 @@ class SamWriter:
             except OSError as e:
                 raise MaroseError(f"{self.path}: write error ({e.strerror})") from None
             return
-        bam = self._tmp + ".bam"
         try:
-            self._out.close()
-            if self.is_bam:
-                threads = ["-@", str(self.threads - 1)] if self.threads > 1 else []
-                import pysam  # only for BAM, so that SAM output does not import it
-
-                pysam.view("-b", "--no-PG", *threads, "-o", bam, self._tmp,
-                           catch_stdout=False)
-                os.replace(bam, self.path)
+            if self._bam is not None:
+                self._bam.finish(self.path)
             else:
-                os.replace(self._tmp, self.path)
+                self._out.close()
+            os.replace(self._tmp, self.path)
         except OSError as e:
             raise MaroseError(f"{self.path}: cannot write output ({e.strerror})") from None
         finally:
-            _remove(bam)
             _remove(self._tmp)
 
     def abort(self) -> None:
@@ -376,7 +382,9 @@ class SamWriter:
             return
         self._closed = True
         try:
-            if self._tmp is None:
+            if self._bam is not None:
+                self._bam.kill()
+            elif self._tmp is None:
                 self._out.flush()
             else:
                 self._out.close()
@@ -400,6 +408,48 @@ class SamWriter:
             self.close()
         else:
             self.abort()
+
+
+# Runs in the converter process: SAM text on stdin, BAM to the file named first.
+_TO_BAM = ("import sys, pysam; pysam.view('-b', '--no-PG', *sys.argv[2:], '-o', sys.argv[1], '-', "
+           "catch_stdout=False)")
+
+
+class _BamConverter:
+    """samtools view -b, through pysam in a Python process of its own, writing BAM into an open
+    file (given as its standard output's place) from the SAM text written to stdin."""
+
+    def __init__(self, path: str, file: BinaryIO, threads: int) -> None:
+        self._errors = tempfile.TemporaryFile()
+        extra = ["-@", str(threads - 1)] if threads > 1 else []
+        self._process = subprocess.Popen([sys.executable, "-c", _TO_BAM, path, *extra], stdin=subprocess.PIPE,
+                                         stdout=subprocess.DEVNULL, stderr=self._errors, bufsize=1 << 20)
+        file.close()  # the converter opens the path itself
+        self.stdin: BinaryIO = self._process.stdin
+
+    def failure(self) -> str:
+        """Why the converter stopped, from the last line it wrote to stderr."""
+        self._process.wait()
+        self._errors.seek(0)
+        lines = self._errors.read().decode("utf-8", "replace").strip().splitlines()
+        return f"BAM conversion failed ({lines[-1] if lines else f'exit status {self._process.returncode}'})"
+
+    def finish(self, path: str) -> None:
+        """Waits for the BAM to be written; MaroseError if the converter failed."""
+        try:
+            self.stdin.close()
+        except BrokenPipeError:
+            pass  # the exit status says why
+        if self._process.wait() != 0:
+            raise MaroseError(f"{path}: {self.failure()}")
+
+    def kill(self) -> None:
+        self._process.kill()
+        self._process.wait()
+        try:
+            self.stdin.close()
+        except OSError:
+            pass
 
 
 def kept_at_close(path: str | None) -> bool:
