@@ -37,3 +37,27 @@ __kernel void best_loci(__global const uint *read_task, __global const uint *src
                 }
         }
 }
+
+/* The contig of each kept locus (contig_start: the n_contigs contigs' genome starts, ascending,
+ * the first 0) and where its traceback slice starts: max(contig start, e - (L + k) + 1) for a
+ * locus of a row of length L ending at e (marose/extend.py, slice_starts). */
+__kernel void place_loci(__global const uint *row, __global const uint *end, uint n,
+                         __global const uint *read_length, __global const uint *contig_start,
+                         uint n_contigs, uint k, __global uint *contig, __global uint *slice_start)
+{
+    uint t = get_global_id(0);
+    if (t >= n)
+        return;
+    uint e = end[t];
+    uint low = 0, high = n_contigs; /* the last contig starting at or before e */
+    while (high - low > 1) {
+        uint mid = (low + high) / 2;
+        if (contig_start[mid] <= e)
+            low = mid;
+        else
+            high = mid;
+    }
+    uint reach = read_length[row[t]] + k - 1u; /* e - reach is the slice start the read allows */
+    contig[t] = low;
+    slice_start[t] = e >= contig_start[low] + reach ? e - reach : contig_start[low];
+}

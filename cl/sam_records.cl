@@ -1,13 +1,40 @@
 /* Whole SAM records of a batch, one work-item per record, as marose/sam.py's format_batch
- * writes them without XA tags. Record i is hit record_hit[i] of read record_read[i], or the
- * read unmapped where record_hit[i] is -1. Hits carry their FLAG, MAPQ, contig, 0-based
- * position (genome position start), edit distance and traceback operations (op_count of row h
- * of ops, cl/traceback.cl), from which CIGAR, MD and NM are written as in sam_text.cl.
- * A reverse-strand record holds the reverse complement of the read (complement: a table of
- * 256 bytes) and its qualities reversed. tail follows the HN tag (a read group tag or nothing).
+ * writes them without XA tags. Read r's records are [record_base[r], record_base[r + 1]): its
+ * first hits in turn, hits [hit_base[r], hit_base[r + 1]) being all of its hits, best first, or
+ * one unmapped record when it has none. A hit carries its row (2 * read + strand), edit
+ * distance, contig, genome start and traceback operations (op_count of row h of ops,
+ * cl/traceback.cl); its FLAG, MAPQ and position are worked out here as sam.rank_hits does, and
+ * CIGAR, MD and NM are written as in sam_text.cl. read_loci: the loci of each read, counted
+ * ones included. A reverse-strand record holds the reverse complement of the read
+ * (complement: a table of 256 bytes) and its qualities reversed. tail follows the HN tag (a
+ * read group tag or nothing).
  *
  * Two passes: with write 0 each record's length, newline included, goes to length[i]; with
- * write 1 the record goes to out from out_offset[i]. Needs sam_text.cl. */
+ * write 1 the record goes to out from out_offset[i]. Needs sam_text.cl and -D MAPQ_UNIQUE=,
+ * MAPQ_MAX_AMBIGUOUS=, MAPQ_PER_EDIT=, MAPQ_SECONDARY= (marose/sam.py). */
+
+/* The read of record i: the last r with record_base[r] <= i. */
+inline uint read_of(__global const uint *record_base, uint n_reads, uint i)
+{
+    uint low = 0, high = n_reads;
+    while (high - low > 1) {
+        uint mid = (low + high) / 2;
+        if (record_base[mid] <= i)
+            low = mid;
+        else
+            high = mid;
+    }
+    return low;
+}
+
+/* MAPQ of the first (best) of a read's n_hits hits at h, of its loci loci in all. */
+inline uint primary_mapq(__global const uchar *dist, uint h, uint n_hits, uint loci)
+{
+    if (loci == 1u)
+        return MAPQ_UNIQUE;
+    uint gap = n_hits >= 2u && dist[h + 1u] > dist[h] ? dist[h + 1u] - dist[h] : 0u;
+    return min((uint)MAPQ_MAX_AMBIGUOUS, (uint)MAPQ_PER_EDIT * gap);
+}
 
 inline uint put_text(__global char *out, uint at, __global const char *text, uint n, bool write)
 {
@@ -34,16 +61,15 @@ inline uint put_reversed(__global char *out, uint at, __global const char *text,
     return at + n;
 }
 
-__kernel void sam_records(uint n_records, uint write, __global const uint *record_read,
-                          __global const int *record_hit, __global const char *names,
-                          __global const uint *name_offset, __global const char *seqs,
-                          __global const uint *seq_offset, __global const char *quals, uint has_quals,
-                          __global const uint *read_loci, __global const uint *hit_flag,
-                          __global const uint *hit_mapq, __global const uint *hit_contig,
-                          __global const uint *hit_pos, __global const uint *hit_dist,
-                          __global const uchar *ops, __global const uint *op_count, uint ops_width,
-                          __global const uint *start, __global const uchar *genome,
-                          __global const char *contig_names,
+__kernel void sam_records(uint n_records, uint n_reads, uint write, __global const uint *record_base,
+                          __global const uint *hit_base, __global const uint *read_loci,
+                          __global const char *names, __global const uint *name_offset,
+                          __global const char *seqs, __global const uint *seq_offset,
+                          __global const char *quals, uint has_quals, __global const uint *hit_row,
+                          __global const uchar *hit_dist, __global const uint *hit_contig,
+                          __global const uint *contig_start, __global const uchar *ops,
+                          __global const uint *op_count, uint ops_width, __global const uint *start,
+                          __global const uchar *genome, __global const char *contig_names,
                           __global const uint *contig_name_offset, __global const uchar *complement,
                           __global const char *tail, uint tail_length, __global const uint *out_offset,
                           __global char *out, __global uint *length)
@@ -52,23 +78,27 @@ __kernel void sam_records(uint n_records, uint write, __global const uint *recor
     if (i >= n_records)
         return;
     bool put = write != 0u;
-    uint r = record_read[i];
-    int h = record_hit[i];
+    uint r = read_of(record_base, n_reads, i);
+    uint rank = i - record_base[r], n_hits = hit_base[r + 1] - hit_base[r];
+    int h = n_hits ? (int)(hit_base[r] + rank) : -1;
     __global char *o = put ? out + out_offset[i] : out;
     uint at = put_text(o, 0u, names + name_offset[r], name_offset[r + 1] - name_offset[r], put);
     __global const char *seq = seqs + seq_offset[r], *qual = quals + seq_offset[r];
     uint n_bases = seq_offset[r + 1] - seq_offset[r];
-    bool reverse = h >= 0 && (hit_flag[h] & 16u);
+    bool reverse = h >= 0 && (hit_row[h] & 1u);
     at = put_char(o, at, '\t', put);
     if (h < 0) {
         at = put_literal(o, at, "4\t*\t0\t0\t*\t*\t0\t0\t", put);
     } else {
-        at = put_char(o, put_number(o, at, hit_flag[h], put), '\t', put);
+        uint flag = (reverse ? 16u : 0u) | (rank ? 256u : 0u);
+        at = put_char(o, put_number(o, at, flag, put), '\t', put);
         uint c = hit_contig[h];
         uint name_length = contig_name_offset[c + 1] - contig_name_offset[c];
         at = put_text(o, at, contig_names + contig_name_offset[c], name_length, put);
-        at = put_char(o, put_number(o, put_char(o, at, '\t', put), hit_pos[h] + 1u, put), '\t', put);
-        at = put_char(o, put_number(o, at, hit_mapq[h], put), '\t', put);
+        uint pos = start[h] - contig_start[c] + 1u;
+        at = put_char(o, put_number(o, put_char(o, at, '\t', put), pos, put), '\t', put);
+        uint mapq = rank ? MAPQ_SECONDARY : primary_mapq(hit_dist, (uint)h, n_hits, read_loci[r]);
+        at = put_char(o, put_number(o, at, mapq, put), '\t', put);
         at = put_cigar(o, at, ops + (size_t)h * ops_width, op_count[h], put);
         at = put_literal(o, at, "\t*\t0\t0\t", put);
     }

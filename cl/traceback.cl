@@ -16,6 +16,8 @@
  *   cell, and the banded value can only be larger, so it fails too. Each step therefore picks
  *   the same move, and by induction the walk visits the same cells with exact values.
  * The walk only visits cells of finite value, whose chosen predecessors are inside the band.
+ * A locus with no alignment within k gets start UINT_MAX, no operations, and is counted in
+ * untraced.
  *
  * Needs -D MAX_LEN= (longest read) and -D MAX_K= (largest k). */
 
@@ -39,7 +41,8 @@ __kernel void traceback(__global const uchar *read_codes, __global const uint *r
                         __global const uint *read_length, __global const uchar *genome,
                         __global const uint *loci_read, __global const uint *loci_end,
                         __global const uint *slice_start, uint n, uint k,
-                        __global uint *starts, __global uchar *ops, __global uint *counts)
+                        __global uint *starts, __global uchar *ops, __global uint *counts,
+                        __global uint *untraced)
 {
     uint t = get_global_id(0);
     if (t >= n)
@@ -99,6 +102,7 @@ __kernel void traceback(__global const uchar *read_codes, __global const uint *r
         starts[t] = UINT_MAX;
         counts[t] = 0u;
         zero_from(row, 0u);
+        atomic_inc(untraced);
         return;
     }
     /* Walk back twice: once to count the moves, once to write them first to last. */

@@ -264,25 +264,69 @@ class BestLoci:
     dist: np.ndarray  # edit distance, int64
 
 
+@dataclass
+class DeviceLoci:
+    """BestLoci left on the device: read r's loci kept are [first[r], first[r + 1]) of the
+    buffers."""
+
+    n_loci: np.ndarray  # loci of each read, int64, including those cut
+    first: np.ndarray  # uint32, one more than the reads
+    row: object  # buffer of uint32
+    end: object  # buffer of uint32
+    dist: object  # buffer of uint8
+
+    @property
+    def size(self) -> int:
+        return int(self.first[-1])
+
+    def read(self, device: Device) -> BestLoci:
+        def back(buffer, dtype) -> np.ndarray:
+            return device.read(buffer, dtype, self.size).astype(np.int64)
+
+        return BestLoci(self.n_loci, back(self.row, np.uint32), back(self.end, np.uint32), back(self.dist, np.uint8))
+
+
 def best_loci(device: Device, loci: RowLoci, n_reads: int, k: int, max_hits: int | None) -> BestLoci:
-    """The loci of row_loci ordered on the device (cl/loci.cl) by read, then distance, and cut
-    to the first max_hits of each read (all when None); only those kept are read back."""
+    """The loci of row_loci ordered by read, then distance, and cut to the first max_hits of
+    each read (all when None)."""
+    return best_loci_on_device(device, loci, n_reads, k, max_hits).read(device)
+
+
+def best_loci_on_device(device: Device, loci: RowLoci, n_reads: int, k: int, max_hits: int | None) -> DeviceLoci:
+    """best_loci computed on the device (cl/loci.cl) and left there."""
     n_loci = loci.count.reshape(n_reads, 2).sum(axis=1)
     kept = n_loci if max_hits is None else np.minimum(n_loci, max_hits)
-    out_base = region_offsets(kept)
-    total = int(out_base[-1])
-    if total == 0:
-        none = np.zeros(0, np.int64)
-        return BestLoci(n_loci, none, none, none)
-    read_task = region_offsets(np.bincount(loci.task_row // 2, minlength=n_reads))
+    first = region_offsets(kept)
+    total = int(first[-1])
     row, end, dist = device.empty(4 * total), device.empty(4 * total), device.empty(total)
-    device.launch(device.kernel(LOCI, "best_loci"), groups(n_reads, 64), None, device.to_device(read_task),
-                  device.to_device(loci.src), device.to_device(loci.found.astype(np.uint32)),
-                  device.to_device(loci.task_row), *loci.ends, *loci.dists, device.to_device(out_base),
-                  np.uint32(n_reads), np.uint32(k), row, end, dist)
-    return BestLoci(n_loci, device.read(row, np.uint32, total).astype(np.int64),
-                    device.read(end, np.uint32, total).astype(np.int64),
-                    device.read(dist, np.uint8, total).astype(np.int64))
+    if total:
+        read_task = region_offsets(np.bincount(loci.task_row // 2, minlength=n_reads))
+        device.launch(device.kernel(LOCI, "best_loci"), groups(n_reads, 64), None, device.to_device(read_task),
+                      device.to_device(loci.src), device.to_device(loci.found.astype(np.uint32)),
+                      device.to_device(loci.task_row), *loci.ends, *loci.dists, device.to_device(first),
+                      np.uint32(n_reads), np.uint32(k), row, end, dist)
+    return DeviceLoci(n_loci, first, row, end, dist)
+
+
+@dataclass
+class PlacedLoci:
+    """The contig of each of a DeviceLoci's loci and where its traceback slice starts, on the
+    device (uint32 buffers)."""
+
+    contig: object
+    slice_start: object
+
+
+def place_loci(device: Device, loci: DeviceLoci, reads: DeviceReads, contig_start_buffer, n_contigs: int,
+               k: int) -> PlacedLoci:
+    """The contigs and slice starts (slice_starts) of loci, computed on the device."""
+    n = loci.size
+    contig, slice_start = device.empty(4 * n), device.empty(4 * n)
+    if n:
+        device.launch(device.kernel(LOCI, "place_loci"), groups(n, 64), None, loci.row, loci.end, np.uint32(n),
+                      reads.lengths_buffer, contig_start_buffer, np.uint32(n_contigs), np.uint32(k), contig,
+                      slice_start)
+    return PlacedLoci(contig, slice_start)
 
 
 def slice_starts(loci_end: np.ndarray, read_length: np.ndarray, contig_start: np.ndarray,
@@ -295,12 +339,21 @@ def slice_starts(loci_end: np.ndarray, read_length: np.ndarray, contig_start: np
 
 @dataclass
 class DeviceTracebacks:
-    """Canonical alignments of loci, their operations left on the device (see tracebacks)."""
+    """Canonical alignments of n loci left on the device (see tracebacks): rows of ops of width
+    bytes, each locus's operation count and genome start (uint32 buffers), and a count of the
+    loci that have none."""
 
-    start: np.ndarray  # int64, -1 where count is 0
-    count: np.ndarray  # int64 operations per locus
-    ops: object  # buffer of (n, width) uint8
+    n: int
+    start: object  # UINT_MAX where count is 0
+    count: object
+    ops: object
     width: int
+    untraced: object
+
+    def check(self, device: Device) -> None:
+        """RuntimeError unless every locus has an alignment (as every locus extend finds does)."""
+        if self.n and device.read(self.untraced, np.uint32, 1)[0]:
+            raise RuntimeError("a locus found by the extend kernel has no traceback")
 
 
 def trace(device: Device, reads: ReadsLike, genome_buffer, loci_read: np.ndarray,
@@ -310,23 +363,38 @@ def trace(device: Device, reads: ReadsLike, genome_buffer, loci_read: np.ndarray
     batch = upload_reads(device, reads)
     loci_read, loci_end, slice_start = (np.ascontiguousarray(a, dtype=np.uint32)
                                         for a in (loci_read, loci_end, slice_start))
-    n = int(loci_read.size)
-    longest = int(batch.lengths.max()) if batch.lengths.size else 1
+    _check_ids(loci_read, batch.lengths.size)
+    if loci_read.size and ((slice_start > loci_end).any() or loci_end.max() >= genome_buffer.size):
+        raise ValueError("a locus ends before its slice starts or past the end of the genome")
+    return trace_on_device(device, batch, genome_buffer, device.to_device(loci_read), device.to_device(loci_end),
+                           device.to_device(slice_start), loci_read.size, k)
+
+
+def trace_on_device(device: Device, reads: DeviceReads, genome_buffer, loci_read, loci_end, slice_start,
+                    n: int, k: int) -> DeviceTracebacks:
+    """trace of n loci whose reads, ends and slice starts are buffers on the device."""
+    longest = int(reads.lengths.max()) if reads.lengths.size else 1
     defines = {"MAX_LEN": WORD_BITS * max_words(longest), "MAX_K": max_k(k)}
     width = defines["MAX_LEN"] + defines["MAX_K"]
-    _check_ids(loci_read, batch.lengths.size)
-    if n and ((slice_start > loci_end).any() or loci_end.max() >= genome_buffer.size):
-        raise ValueError("a locus ends before its slice starts or past the end of the genome")
-    starts, counts = device.empty(4 * n), device.empty(4 * n)
-    ops = device.empty(n * width)
-    kernel = device.kernel(TRACEBACK, "traceback", defines)
-    device.launch(kernel, groups(n, 64), None, *batch.buffers, genome_buffer,
-                  device.to_device(loci_read), device.to_device(loci_end), device.to_device(slice_start),
-                  np.uint32(n), np.uint32(k), starts, ops, counts)
-    count = device.read(counts, np.uint32, n).astype(np.int64)
-    start = device.read(starts, np.uint32, n).astype(np.int64)
-    start[count == 0] = -1
-    return DeviceTracebacks(start, count, ops, width)
+    starts, counts, ops = device.empty(4 * n), device.empty(4 * n), device.empty(n * width)
+    untraced = device.to_device(np.zeros(1, np.uint32), writable=True)
+    if n:
+        device.launch(device.kernel(TRACEBACK, "traceback", defines), groups(n, 64), None, *reads.buffers,
+                      genome_buffer, loci_read, loci_end, slice_start, np.uint32(n), np.uint32(k), starts, ops,
+                      counts, untraced)
+    return DeviceTracebacks(n, starts, counts, ops, width, untraced)
+
+
+@dataclass
+class DeviceHits:
+    """The hits of a batch left on the device, for sam_records: the loci kept (read r's are
+    [loci.first[r], loci.first[r + 1]), best first), their contigs (contig_start: the genome
+    start of each contig) and their canonical alignments."""
+
+    loci: DeviceLoci
+    contig: object
+    contig_start: object
+    traced: DeviceTracebacks
 
 
 def tracebacks(device: Device, reads: ReadsLike, genome_buffer, loci_read: np.ndarray,
@@ -341,9 +409,12 @@ def tracebacks(device: Device, reads: ReadsLike, genome_buffer, loci_read: np.nd
     there gets count 0 and start -1.
     """
     traced = trace(device, reads, genome_buffer, loci_read, loci_end, slice_start, k)
-    n = traced.count.size
+    n = traced.n
     ops = device.read(traced.ops, np.uint8, n * traced.width).reshape(n, traced.width)
-    return traced.start, ops, traced.count
+    count = device.read(traced.count, np.uint32, n).astype(np.int64)
+    start = device.read(traced.start, np.uint32, n).astype(np.int64)
+    start[count == 0] = -1
+    return start, ops, count
 
 
 _LETTERS = bytes.maketrans(bytes(range(4)), b"=XID")
@@ -438,15 +509,14 @@ def alignment_text(device: Device, traced: DeviceTracebacks, genome_buffer,
                    k: int) -> tuple[list[bytes], np.ndarray, list[bytes]]:
     """alignment_strings_batch computed on the device (cl/sam_text.cl) from tracebacks left
     there: (CIGARs, NM, MDs), the strings as ASCII bytes."""
-    n = int(traced.count.size)
+    n = traced.n
     if n == 0:
         return [], np.zeros(0, np.int64), []
     width = 16 * (2 * k + 2)  # room for the numbers and letters of k edits
     cigar, md = device.empty(n * width), device.empty(n * width)
     cigar_length, md_length, nm = device.empty(4 * n), device.empty(4 * n), device.empty(4 * n)
-    device.launch(device.kernel(SAM_TEXT, "alignment_text"), groups(n, 64), None, traced.ops,
-                  device.to_device(traced.count.astype(np.uint32)), device.to_device(traced.start.astype(np.uint32)),
-                  genome_buffer, np.uint32(n), np.uint32(traced.width), np.uint32(width), cigar, cigar_length,
+    device.launch(device.kernel(SAM_TEXT, "alignment_text"), groups(n, 64), None, traced.ops, traced.count,
+                  traced.start, genome_buffer, np.uint32(n), np.uint32(traced.width), np.uint32(width), cigar, cigar_length,
                   md, md_length, nm)
     rows = [_text_rows(device.read(buffer, np.uint8, n * width).reshape(n, width),
                        device.read(lengths, np.uint32, n).astype(np.int64))

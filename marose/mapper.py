@@ -56,8 +56,9 @@ class Mapper:
     def __init__(self, index: Index, device: Device, k: int, max_hits: int | None = None,
                  text_on_device: bool = False):
         """max_hits: the loci of a read aligned and returned, best first (all when None); the
-        others are counted only. text_on_device: the hits keep their tracebacks on the device
-        (Hits.text, for sam_records) instead of CIGAR, MD and NM strings on the host."""
+        others are counted only. text_on_device: map_batch leaves the hits on the device
+        (extend.DeviceHits, for sam_records) instead of returning Hits with CIGAR, MD and NM
+        strings."""
         self.index = index
         self.device = device
         self.k = k
@@ -126,7 +127,7 @@ class Mapper:
                                      self.contig_offsets)
         return self.filters[e]
 
-    def map_batch(self, batch: ReadBatch) -> tuple[Hits, np.ndarray]:
+    def map_batch(self, batch: ReadBatch) -> tuple[Hits | extend.DeviceHits, np.ndarray]:
         """The loci of every read of the batch, sorted by read then best first (up to max_hits a
         read), and the number of loci of each read."""
         with self.stats.timing("encode"):
@@ -164,28 +165,28 @@ class Mapper:
         return found
 
     def _extend(self, strands: Strands, reads: extend.DeviceReads,
-                candidates: list[DeviceCandidates]) -> tuple[Hits, np.ndarray]:
+                candidates: list[DeviceCandidates]) -> tuple[Hits | extend.DeviceHits, np.ndarray]:
         """Loci within k edits from the candidates' windows, with their canonical alignments
         (up to max_hits a read, best first), and the number of loci of each read."""
         n_contigs = self.contig_offsets.size - 1
         with self.stats.timing("extend"):
             loci = extend.row_loci(self.device, reads, self.genome, candidates, self.contig_start, n_contigs, self.k)
             self._count_candidates(strands, loci.candidates)
-            best = extend.best_loci(self.device, loci, strands.n // 2, self.k, self.max_hits)
-            row, end, dist, n_loci = best.row, best.end, best.dist, best.n_loci
-            contig = np.searchsorted(self.contig_offsets, end, side="right") - 1
+            best = extend.best_loci_on_device(self.device, loci, strands.n // 2, self.k, self.max_hits)
+            placed = extend.place_loci(self.device, best, reads, self.contig_start, n_contigs, self.k)
         with self.stats.timing("traceback"):
-            slice_start = extend.slice_starts(end, strands.lengths[row], self.contig_offsets[contig], self.k)
-            traced = extend.trace(self.device, reads, self.genome, row, end, slice_start, self.k)
-        if np.any(traced.count == 0):
-            raise RuntimeError("a locus found by the extend kernel has no traceback")
-        pos = traced.start - self.contig_offsets[contig]
-        if self.text_on_device:
-            return Hits(row // 2, row % 2, contig, pos, dist, None, None, None, traced), n_loci
+            traced = extend.trace_on_device(self.device, reads, self.genome, best.row, best.end, placed.slice_start,
+                                            best.size, self.k)
+        if self.text_on_device:  # sam_records checks the tracebacks when it reads its first pass back
+            return extend.DeviceHits(best, placed.contig, self.contig_start, traced), best.n_loci
+        traced.check(self.device)
         with self.stats.timing("strings"):
+            kept = best.read(self.device)
+            contig = self.device.read(placed.contig, np.uint32, best.size).astype(np.int64)
+            start = self.device.read(traced.start, np.uint32, best.size).astype(np.int64)
             cigars, nm, mds = extend.alignment_text(self.device, traced, self.genome, self.k)
-        hits = Hits(row // 2, row % 2, contig, pos, dist, cigars, mds, nm)
-        return hits, n_loci
+        pos = start - self.contig_offsets[contig]
+        return Hits(kept.row // 2, kept.row % 2, contig, pos, kept.dist, cigars, mds, nm), best.n_loci
 
     def _count_candidates(self, strands: Strands, per_row: np.ndarray) -> None:
         """Candidates per row as the filter wrote them, and the cells of their windows (read length

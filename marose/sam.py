@@ -57,9 +57,8 @@ class Hits:
     read: index of the read within the batch; strand: 0 forward, 1 when the reverse
     complement of the read aligns to the forward genome; contig: contig index;
     pos: 0-based leftmost reference position; dist: edit distance; cigar: M/I/D
-    CIGAR; md: MD string (str or ASCII bytes); nm: NM value. cigar, md and nm may be
-    None when text holds the tracebacks on the device (for sam_records). Any object
-    with these attributes works.
+    CIGAR; md: MD string (str or ASCII bytes); nm: NM value. Any object with these
+    attributes works.
     """
 
     read: np.ndarray
@@ -67,10 +66,9 @@ class Hits:
     contig: np.ndarray
     pos: np.ndarray
     dist: np.ndarray
-    cigar: Sequence[str] | Sequence[bytes] | None
-    md: Sequence[str] | Sequence[bytes] | None
-    nm: np.ndarray | None
-    text: object = None  # extend.DeviceTracebacks, when CIGAR, MD and NM are left to sam_records
+    cigar: Sequence[str] | Sequence[bytes]
+    md: Sequence[str] | Sequence[bytes]
+    nm: np.ndarray
 
 
 def parse_read_group(text: str) -> tuple[str, str]:

@@ -1,6 +1,5 @@
 """SAM records of a batch written on the device (cl/sam_records.cl): byte for byte what
-sam.format_batch writes without XA tags, from hits whose tracebacks were left on the device
-(extend.DeviceTracebacks in Hits.text)."""
+sam.format_batch writes without XA tags, from hits left on the device (extend.DeviceHits)."""
 
 from __future__ import annotations
 
@@ -8,11 +7,15 @@ from typing import Sequence
 
 import numpy as np
 
+from . import sam
 from .device import Device, groups
+from .extend import DeviceHits
 from .reads import ReadBatch
-from .sam import COMPLEMENT, Hits, rank_hits, read_group_tag
+from .regions import region_offsets
+from .sam import COMPLEMENT, read_group_tag
 
 PROGRAM = ("sam_text.cl", "sam_records.cl")
+MAPQ = ("MAPQ_UNIQUE", "MAPQ_MAX_AMBIGUOUS", "MAPQ_PER_EDIT", "MAPQ_SECONDARY")  # the kernel's defines
 
 
 def _packed(texts: Sequence[bytes] | Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -39,40 +42,36 @@ class DeviceSamFormatter:
         self.complement = device.to_device(np.frombuffer(COMPLEMENT, dtype=np.uint8))
         tail = read_group_tag(read_group_id)
         self.tail = (device.to_device(np.frombuffer(tail or b"\0", dtype=np.uint8)), np.uint32(len(tail)))
-        self.kernel = device.kernel(PROGRAM, "sam_records")
+        self.kernel = device.kernel(PROGRAM, "sam_records", {name: getattr(sam, name) for name in MAPQ})
 
-    def format(self, batch: ReadBatch, hits: Hits, n_loci: np.ndarray) -> np.ndarray:
+    def format(self, batch: ReadBatch, hits: DeviceHits, n_loci: np.ndarray) -> np.ndarray:
         """The batch's SAM records as bytes (a uint8 array), in input order."""
         d, n = self.device, len(batch)
         if n == 0:
             return np.zeros(0, np.uint8)
-        ranked = rank_hits(hits, n_loci, n)
-        counts = ranked.counts
-        per_read = np.where(counts > 0, np.minimum(counts, self.max_hits), 1)
-        record_read = np.repeat(np.arange(n), per_read)
-        record_hit = np.full(record_read.size, -1, dtype=np.int32)
-        record_hit[np.repeat(counts > 0, per_read)] = np.flatnonzero(ranked.rank < self.max_hits)
+        loci, traced = hits.loci, hits.traced
+        counts = np.diff(loci.first.astype(np.int64))
+        if counts.size != n or np.any(np.asarray(n_loci) < counts):
+            raise ValueError("n_loci must hold, per read, at least the number of its hits")
+        record_base = region_offsets(np.where(counts > 0, np.minimum(counts, self.max_hits), 1))
         names, name_offset = _packed(batch.names)
         seqs, seq_offset = _packed(batch.seqs)
         quals = _packed(batch.quals)[0] if batch.quals is not None else np.zeros(1, np.uint8)
-        text = hits.text
-
-        def uint(values) -> object:
-            return d.to_device(np.asarray(values).astype(np.uint32))
-
-        arguments = [uint(record_read), d.to_device(record_hit), d.to_device(names), d.to_device(name_offset),
-                     d.to_device(seqs), d.to_device(seq_offset), d.to_device(quals),
-                     np.uint32(batch.quals is not None), uint(ranked.loci), uint(ranked.flag), uint(ranked.mapq),
-                     uint(hits.contig), uint(hits.pos), uint(ranked.dist), text.ops, uint(text.count), np.uint32(text.width),
-                     uint(text.start), self.genome, *self.contigs, self.complement, *self.tail]
-        n_records = record_read.size
+        arguments = [d.to_device(record_base), d.to_device(loci.first), d.to_device(np.asarray(n_loci, np.uint32)),
+                     d.to_device(names), d.to_device(name_offset), d.to_device(seqs), d.to_device(seq_offset),
+                     d.to_device(quals), np.uint32(batch.quals is not None), loci.row, loci.dist, hits.contig,
+                     hits.contig_start, traced.ops, traced.count, np.uint32(traced.width), traced.start, self.genome,
+                     *self.contigs, self.complement, *self.tail]
+        n_records = int(record_base[-1])
         lengths = d.empty(4 * n_records)
-        d.launch(self.kernel, groups(n_records, 64), None, np.uint32(n_records), np.uint32(0), *arguments,
-                 d.to_device(np.zeros(1, np.uint32)), d.empty(1), lengths)
+        passes = groups(n_records, 64), None, np.uint32(n_records), np.uint32(n)
+        d.launch(self.kernel, *passes, np.uint32(0), *arguments, d.to_device(np.zeros(1, np.uint32)), d.empty(1),
+                 lengths)
         offsets = np.concatenate(([0], np.cumsum(d.read(lengths, np.uint32, n_records), dtype=np.int64)))
+        traced.check(d)
         if offsets[-1] >= 2**32:
             raise MemoryError("SAM text of one batch over 4 GiB; use a smaller batch size")
         out = d.empty(int(offsets[-1]))
-        d.launch(self.kernel, groups(n_records, 64), None, np.uint32(n_records), np.uint32(1), *arguments,
-                 d.to_device(offsets.astype(np.uint32)), out, lengths)
+        d.launch(self.kernel, *passes, np.uint32(1), *arguments, d.to_device(offsets.astype(np.uint32)), out,
+                 lengths)
         return d.read(out, np.uint8, int(offsets[-1]))

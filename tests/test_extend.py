@@ -128,7 +128,7 @@ def check_tracebacks(device, reads, genome: np.ndarray, loci, k: int,
     start, ops, count = tracebacks(device, reads, genome_buffer, loci_read, loci_end, first, k)
     cigars, nms, mds = alignment_strings_batch(ops, count, genome, start)
     traced = trace(device, reads, genome_buffer, loci_read, loci_end, first, k)
-    assert np.array_equal(traced.start, start) and np.array_equal(traced.count, count)
+    traced.check(device)  # every locus has an alignment
     text_cigars, text_nms, text_mds = alignment_text(device, traced, genome_buffer, k)
     assert [c.decode() for c in text_cigars] == cigars and [m.decode() for m in text_mds] == mds
     assert np.array_equal(text_nms, nms)
@@ -272,6 +272,27 @@ def test_best_loci_equal_a_stable_sort(device, k: int, max_hits) -> None:
     assert got.n_loci.sum() == found.sum() and (got.n_loci == 0).any()
 
 
+@pytest.mark.parametrize("k", [0, 3, 8])
+def test_place_loci_equal_slice_starts(device, k: int) -> None:
+    """Contig and slice start of loci near contig starts, the genome start and the last base."""
+    rng = np.random.default_rng(30 + k)
+    contig_start = np.array([0, 7, 50, 51, 400, 1000], dtype=np.uint32)
+    lengths = rng.integers(1, 150, 40).astype(np.uint32)
+    n = 3000
+    first = np.concatenate(([0], np.sort(rng.integers(0, n + 1, lengths.size - 1)), [n])).astype(np.uint32)
+    row = rng.integers(0, lengths.size, n).astype(np.uint32)
+    end = np.concatenate((contig_start, contig_start[1:] - 1, [0, 1, 999, 1005],
+                          rng.integers(0, 1010, n - 15))).astype(np.uint32)
+    buffers = [device.to_device(a) for a in (row, end, np.zeros(n, np.uint8))]
+    loci = extend.DeviceLoci(np.zeros(lengths.size, np.int64), first, *buffers)
+    reads = extend.DeviceReads(device.empty(1), device.empty(4), device.to_device(lengths), lengths)
+    placed = extend.place_loci(device, loci, reads, device.to_device(contig_start), contig_start.size, k)
+    contig = np.searchsorted(contig_start, end, side="right") - 1
+    want = slice_starts(end, lengths[row], contig_start[contig], k)
+    assert device.read(placed.contig, np.uint32, n).tolist() == contig.tolist()
+    assert device.read(placed.slice_start, np.uint32, n).tolist() == want.tolist()
+
+
 @pytest.mark.parametrize("seed", [21, 22])
 def test_low_complexity_ties(device, seed: int) -> None:
     # Two-letter sequences with many N make many equal-cost alignments: the tie rules decide.
@@ -352,6 +373,10 @@ def test_traceback_without_alignment(device) -> None:
                                    [0, 8], 1)
     assert count.tolist()[0] == 0 and start[0] == -1 and not ops[0].any()
     assert start[1] == 10 and ops[1, : count[1]].tolist() == [OP_MATCH] * 8
+    traced = trace(device, reads, device.to_device(genome), [0, 0], [9, 17], [0, 8], 1)
+    with pytest.raises(RuntimeError, match="no traceback"):
+        traced.check(device)
+    trace(device, reads, device.to_device(genome), [0], [17], [8], 1).check(device)
 
 
 def test_alignment_strings_by_hand() -> None:
