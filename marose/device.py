@@ -100,6 +100,11 @@ class Device:
         self._keep_all = "oclgrind" in self.device.platform.name.lower()
         self._programs: dict = {}
         self._kernels: dict = {}
+        # Scratch buffers come from a pool: a batch's buffers are taken again by the next batch
+        # instead of being freed (on a GPU, freeing waits for the device) and allocated anew.
+        import pyopencl.tools
+
+        self._pool = pyopencl.tools.MemoryPool(pyopencl.tools.ImmediateAllocator(self.queue))
 
     def __repr__(self) -> str:
         return f"Device({describe(self.device)})"
@@ -203,7 +208,8 @@ class Device:
         return out
 
     def empty(self, nbytes: int):
-        return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, size=max(int(nbytes), 1))
+        """A buffer of at least nbytes for the device to write, its contents undefined."""
+        return self._pool.allocate(max(int(nbytes), 1))
 
     def zeros(self, nbytes: int):
         """A zero-filled buffer, filled by copy from the host (which every tool sees as initialized)."""
