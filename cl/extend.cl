@@ -111,31 +111,40 @@ inline void close_locus(locus_t *locus, uint first, uint last, uint *n, uint cap
  * consecutive positions of a contig form a locus, reported at its rightmost end of least
  * distance.
  *
- * A work-item per task: task t takes the candidates [first, first + slice) of row task_row[t]
- * and writes the loci whose first end one of them holds, in order, to loci_end/loci_dist from
- * out_offset[t] up to the next task's offset; their number goes to loci_count[t] even when it
- * is larger. It starts a few windows early, at the first candidate whose window can hold an end
- * next to one of the slice's, and goes on past the slice until its last locus ends. */
+ * A work-item per task: row r's candidates are cut into slices of `slice`, its tasks
+ * [task_base[r], task_base[r + 1]). Task t takes the candidates [first, first + slice) of its
+ * row and writes the loci whose first end one of them holds, in order, to loci_end/loci_dist
+ * from src[t] (which it writes), with room for `room`; their number goes to loci_count[t] even
+ * when it is larger, and then the task is added to the over_task list (with its count in
+ * over_found), to run again. A run again (n_listed > 0) takes the listed tasks, the g-th with
+ * room [listed_offset[g], listed_offset[g + 1]) of its own buffers, and marks src[t] with RERUN.
+ * A task starts a few windows early, at the first candidate whose window can hold an end next
+ * to one of the slice's, and goes on past the slice until its last locus ends. */
+#define RERUN 0x80000000u
+
 __kernel void row_loci(__global const uchar *read_codes, __global const uint *read_offset,
                        __global const uint *read_length, __global const uchar *genome,
                        __global const uint *starts, __global const uint *row_begin,
-                       __global const uint *row_size, __global const uint *task_row,
-                       __global const uint *task_first, uint n_tasks, uint slice,
-                       __global const uint *contig_start, uint n_contigs, uint k,
-                       __global const uint *out_offset, __global uint *loci_count,
-                       __global uint *loci_end, __global uchar *loci_dist)
+                       __global const uint *row_size, __global const uint *task_base, uint n_rows,
+                       uint slice, __global const uint *contig_start, uint n_contigs, uint k,
+                       uint room, __global const uint *listed, __global const uint *listed_offset,
+                       uint n_listed, __global uint *loci_count, __global uint *src,
+                       __global uint *loci_end, __global uchar *loci_dist, __global uint *n_over,
+                       __global uint *over_task, __global uint *over_found)
 {
-    uint t = get_global_id(0);
-    if (t >= n_tasks)
+    uint g = get_global_id(0);
+    if (g >= (n_listed ? n_listed : task_base[n_rows]))
         return;
-    uint r = task_row[t], first = task_first[t];
+    uint t = n_listed ? listed[g] : g;
+    uint r = last_at_most(task_base, n_rows, t), first = (t - task_base[r]) * slice;
     __global const uint *run = starts + row_begin[r];
     uint n_candidates = row_size[r], last = min(n_candidates, first + slice);
     uint length = read_length[r];
     uint words = (length + WORD_BITS - 1u) / WORD_BITS, bottom = (length - 1u) % WORD_BITS;
     ulong peq[MAX_WORDS * 4], pv[MAX_WORDS], mv[MAX_WORDS];
     read_masks(read_codes + read_offset[r], length, peq);
-    uint base = out_offset[t], capacity = out_offset[t + 1] - base, n = 0;
+    uint base = n_listed ? listed_offset[g] : t * room, n = 0;
+    uint capacity = n_listed ? listed_offset[g + 1] - base : room;
     __global uint *ends = loci_end + base;
     __global uchar *dists = loci_dist + base;
     uint reach = length + 2u * k + 1u;
@@ -179,5 +188,13 @@ __kernel void row_loci(__global const uchar *read_codes, __global const uint *re
         covered = max(covered, end);
     }
     close_locus(&locus, first, last, &n, capacity, ends, dists);
+    src[t] = n_listed ? RERUN | base : base;
+    if (n_listed)
+        return;
     loci_count[t] = n;
+    if (n > capacity) {
+        uint slot = atomic_inc(n_over);
+        over_task[slot] = t;
+        over_found[slot] = n;
+    }
 }

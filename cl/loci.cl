@@ -2,26 +2,25 @@
  * by tasks (cl/extend.cl). A read's loci are its rows' (forward strand, then reverse) in task
  * order, each task's by position; they are ordered by distance, ties kept in that order.
  *
- * Task t's found[t] loci lie at src[t] in ends/dists, or at src[t] - RERUN in rerun_ends/
- * rerun_dists when row_loci ran again for it; its row is task_row[t], and the tasks of read r
- * are [read_task[r], read_task[r + 1]). Read r's kept loci go to [out_base[r], out_base[r + 1]).
+ * Row r's tasks are [task_base[r], task_base[r + 1]); task t's found[t] loci lie at src[t] in
+ * ends/dists, or at src[t] - RERUN in rerun_ends/rerun_dists when row_loci ran again for it.
+ * Read r's kept loci go to [out_base[r], out_base[r + 1]).
  *
  * A work-item per read walks its loci once for each distance, until the kept ones are written:
- * no scratch memory, and most reads have a few loci. */
+ * no scratch memory, and most reads have a few loci. Needs search.cl. */
 
 #define RERUN 0x80000000u
 
-__kernel void best_loci(__global const uint *read_task, __global const uint *src,
-                        __global const uint *found, __global const uint *task_row,
-                        __global const uint *ends, __global const uint *rerun_ends,
-                        __global const uchar *dists, __global const uchar *rerun_dists,
-                        __global const uint *out_base, uint n_reads, uint k,
-                        __global uint *out_row, __global uint *out_end, __global uchar *out_dist)
+__kernel void best_loci(__global const uint *task_base, __global const uint *src,
+                        __global const uint *found, __global const uint *ends,
+                        __global const uint *rerun_ends, __global const uchar *dists,
+                        __global const uchar *rerun_dists, __global const uint *out_base, uint n_reads,
+                        uint k, __global uint *out_row, __global uint *out_end, __global uchar *out_dist)
 {
     uint r = get_global_id(0);
     if (r >= n_reads)
         return;
-    uint first = read_task[r], last = read_task[r + 1];
+    uint first = task_base[2 * r], reverse = task_base[2 * r + 1], last = task_base[2 * r + 2];
     uint slot = out_base[r], limit = out_base[r + 1];
     for (uint d = 0; d <= k && slot < limit; ++d)
         for (uint t = first; t < last && slot < limit; ++t) {
@@ -30,7 +29,7 @@ __kernel void best_loci(__global const uint *read_task, __global const uint *src
             __global const uchar *dist = (src[t] & RERUN ? rerun_dists : dists) + at;
             for (uint j = 0; j < found[t] && slot < limit; ++j)
                 if (dist[j] == d) {
-                    out_row[slot] = task_row[t];
+                    out_row[slot] = t < reverse ? 2 * r : 2 * r + 1;
                     out_end[slot] = end[j];
                     out_dist[slot] = (uchar)d;
                     ++slot;
@@ -38,8 +37,21 @@ __kernel void best_loci(__global const uint *read_task, __global const uint *src
         }
 }
 
-/* The contig of each kept locus (contig_start: the n_contigs contigs' genome starts, ascending,
- * the first 0) and where its traceback slice starts: max(contig start, e - (L + k) + 1) for a
+/* The loci of each of n_rows rows: the sum of its tasks' found counts. */
+__kernel void row_counts(__global const uint *task_base, __global const uint *found, uint n_rows,
+                         __global uint *count)
+{
+    uint r = get_global_id(0);
+    if (r >= n_rows)
+        return;
+    uint sum = 0;
+    for (uint t = task_base[r]; t < task_base[r + 1]; ++t)
+        sum += found[t];
+    count[r] = sum;
+}
+
+/* The contig of each kept locus (contig_start: the n_contigs contigs' genome starts, then the
+ * genome's end) and where its traceback slice starts: max(contig start, e - (L + k) + 1) for a
  * locus of a row of length L ending at e (marose/extend.py, slice_starts). */
 __kernel void place_loci(__global const uint *row, __global const uint *end, uint n,
                          __global const uint *read_length, __global const uint *contig_start,
@@ -49,15 +61,8 @@ __kernel void place_loci(__global const uint *row, __global const uint *end, uin
     if (t >= n)
         return;
     uint e = end[t];
-    uint low = 0, high = n_contigs; /* the last contig starting at or before e */
-    while (high - low > 1) {
-        uint mid = (low + high) / 2;
-        if (contig_start[mid] <= e)
-            low = mid;
-        else
-            high = mid;
-    }
+    uint c = last_at_most(contig_start, n_contigs, e);
     uint reach = read_length[row[t]] + k - 1u; /* e - reach is the slice start the read allows */
-    contig[t] = low;
-    slice_start[t] = e >= contig_start[low] + reach ? e - reach : contig_start[low];
+    contig[t] = c;
+    slice_start[t] = e >= contig_start[c] + reach ? e - reach : contig_start[c];
 }

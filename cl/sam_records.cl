@@ -10,22 +10,8 @@
  * read group tag or nothing).
  *
  * Two passes: with write 0 each record's length, newline included, goes to length[i]; with
- * write 1 the record goes to out from out_offset[i]. Needs sam_text.cl and -D MAPQ_UNIQUE=,
- * MAPQ_MAX_AMBIGUOUS=, MAPQ_PER_EDIT=, MAPQ_SECONDARY= (marose/sam.py). */
-
-/* The read of record i: the last r with record_base[r] <= i. */
-inline uint read_of(__global const uint *record_base, uint n_reads, uint i)
-{
-    uint low = 0, high = n_reads;
-    while (high - low > 1) {
-        uint mid = (low + high) / 2;
-        if (record_base[mid] <= i)
-            low = mid;
-        else
-            high = mid;
-    }
-    return low;
-}
+ * write 1 the record goes to out from out_offset[i]. Needs search.cl, sam_text.cl and
+ * -D MAPQ_UNIQUE=, MAPQ_MAX_AMBIGUOUS=, MAPQ_PER_EDIT=, MAPQ_SECONDARY= (marose/sam.py). */
 
 /* MAPQ of the first (best) of a read's n_hits hits at h, of its loci loci in all. */
 inline uint primary_mapq(__global const uchar *dist, uint h, uint n_hits, uint loci)
@@ -78,7 +64,7 @@ __kernel void sam_records(uint n_records, uint n_reads, uint write, __global con
     if (i >= n_records)
         return;
     bool put = write != 0u;
-    uint r = read_of(record_base, n_reads, i);
+    uint r = last_at_most(record_base, n_reads, i);
     uint rank = i - record_base[r], n_hits = hit_base[r + 1] - hit_base[r];
     int h = n_hits ? (int)(hit_base[r] + rank) : -1;
     __global char *o = put ? out + out_offset[i] : out;

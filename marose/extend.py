@@ -20,11 +20,11 @@ import numpy as np
 from .align import NO_HIT, WORD_BITS, n_words
 from .device import Device, groups
 from .dna import N_CODE, decode
-from .regions import leading_entries, region_offsets, spans
+from .regions import leading_entries, region_offsets
 
 DISTANCES = ("search.cl", "extend.cl")
 TRACEBACK = ("traceback.cl",)
-LOCI = ("loci.cl",)
+LOCI = ("search.cl", "loci.cl")
 
 # Traceback operations, first to last in a row of ops.
 OP_MATCH, OP_MISMATCH, OP_INS, OP_DEL = range(4)
@@ -132,36 +132,39 @@ def end_distances(device: Device, reads: ReadsLike, genome_buffer, cand_read: np
 
 @dataclass
 class RowLoci:
-    """Loci of every row (read strand) of a batch as row_loci leaves them on the device: task t
-    (candidates of row task_row[t]) found found[t] loci, by position, at src[t] of ends/dists,
-    or at src[t] - RERUN of the rerun's buffers."""
+    """Loci of every row (read strand) of a batch as row_loci leaves them on the device: row r's
+    tasks are [task_base[r], task_base[r + 1]); task t found found[t] loci, by position, at src[t]
+    of ends/dists, or at src[t] - RERUN of the rerun's buffers."""
 
     count: np.ndarray  # loci per row, int64
     candidates: np.ndarray  # distinct candidates per row
-    task_row: np.ndarray  # uint32, ascending
-    found: np.ndarray  # int64
-    src: np.ndarray  # uint32
+    task_base: np.ndarray  # uint32, one more than the rows
+    found: object  # buffer of uint32 per task
+    src: object  # buffer of uint32 per task
     ends: tuple  # buffers of uint32 genome ends: the first run's, the rerun's
     dists: tuple  # buffers of uint8 edit distances at those ends
 
     def read(self, device: Device) -> tuple[np.ndarray, np.ndarray]:
         """(end, dist) of every locus, int64: row 0's first, each row's by position."""
-        total = int(self.found.sum())
+        n_tasks = int(self.task_base[-1])
+        found = device.read(self.found, np.uint32, n_tasks).astype(np.int64)
+        src = device.read(self.src, np.uint32, n_tasks)
+        total = int(found.sum())
         end, dist = np.zeros(total, np.int64), np.zeros(total, np.int64)
-        out_start = np.cumsum(self.found) - self.found
-        rerun = self.src >= RERUN
+        out_start = np.cumsum(found) - found
+        rerun = src >= RERUN
         for part, (end_buffer, dist_buffer) in enumerate(zip(self.ends, self.dists)):
             tasks = np.flatnonzero(rerun == bool(part))
-            src, found = self.src[tasks].astype(np.int64) % RERUN, self.found[tasks]
-            at = leading_entries(src, found)
+            at = leading_entries(src[tasks].astype(np.int64) % RERUN, found[tasks])
             size = int(at.max(initial=-1)) + 1
-            into = leading_entries(out_start[tasks], found)
+            into = leading_entries(out_start[tasks], found[tasks])
             end[into] = device.read(end_buffer, np.uint32, size)[at]
             dist[into] = device.read(dist_buffer, np.uint8, size)[at]
         return end, dist
 
 
 SLICE = 32  # candidates of a row one work-item of row_loci takes
+ROOM = SLICE // 4 + 1  # loci a task has room for (most find none); those that find more run again
 RERUN = 1 << 31  # added to a task's src when its loci are in the rerun's buffers
 MERGE_GROUP = 64  # work-items merging one row's runs
 
@@ -212,45 +215,39 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     _check_k(k)
     n_rows = reads.lengths.size
     if not candidates or sum(c.size for c in candidates) == 0:
-        none, no_tasks = np.zeros(n_rows, np.int64), np.zeros(0, np.uint32)
-        empty = (device.empty(1),) * 2
-        return RowLoci(none, none, no_tasks, np.zeros(0, np.int64), no_tasks, empty, empty)
+        none, empty = np.zeros(n_rows, np.int64), (device.empty(1),) * 2
+        return RowLoci(none, none, np.zeros(n_rows + 1, np.uint32), device.empty(1), device.empty(1), empty, empty)
     values, row_begin, row_size = _one_run_per_row(device, candidates)
-    task_row, task_first = spans(np.arange(n_rows), row_size, SLICE)
+    task_base = region_offsets(-(-row_size // SLICE))
+    n_tasks = int(task_base[-1])
+    if n_tasks * ROOM >= RERUN:
+        raise MemoryError("too many candidates in one batch; use a smaller batch size")
     kernel = device.kernel(DISTANCES, "row_loci", {"MAX_WORDS": max_words(int(reads.lengths.max()))})
-    before = (*reads.buffers, genome_buffer, values, device.to_device(row_begin.astype(np.uint32)),
-              device.to_device(row_size.astype(np.uint32)))  # the arguments every run shares
-    after = (np.uint32(SLICE), contig_start_buffer, np.uint32(n_contigs), np.uint32(k))
-
-    def run(rows_of_tasks: np.ndarray, firsts: np.ndarray, room: np.ndarray
-            ) -> tuple[np.ndarray, np.ndarray, object, object]:
-        """Loci found by each task (row, first candidate), given room for that many, where
-        each task's room starts, and the buffers of ends and distances."""
-        n_tasks = rows_of_tasks.size
-        offsets = region_offsets(room)
-        size = int(offsets[-1])
-        if size >= RERUN:
-            raise MemoryError("too many loci in one batch; use a smaller batch size")
-        count, ends, dists = device.empty(4 * n_tasks), device.empty(4 * size), device.empty(size)
-        device.launch(kernel, groups(n_tasks, 64), None, *before, device.to_device(rows_of_tasks.astype(np.uint32)),
-                      device.to_device(firsts.astype(np.uint32)), np.uint32(n_tasks), *after,
-                      device.to_device(offsets), count, ends, dists)
-        return device.read(count, np.uint32, n_tasks).astype(np.int64), offsets, ends, dists
-
-    # Most candidates find no locus: room for one in four (and one more), and the tasks that find
-    # more run again with room for all.
-    room = (np.minimum(SLICE, row_size[task_row] - task_first) + 3) // 4 + 1
-    found, src, ends, dists = run(task_row, task_first, room)
-    src = src[:-1]
-    over = np.flatnonzero(found > room)
-    if over.size:
-        _, more_src, more_ends, more_dists = run(task_row[over], task_first[over], found[over])
-        src[over] = RERUN + more_src[:-1]
-        ends, dists = (ends, more_ends), (dists, more_dists)
-    else:
-        ends, dists = (ends, ends), (dists, dists)
-    count = np.bincount(task_row, weights=found, minlength=n_rows).astype(np.int64)
-    return RowLoci(count, row_size, task_row, found, src, ends, dists)
+    task_base_buffer = device.to_device(task_base)
+    found, src = device.empty(4 * n_tasks), device.empty(4 * n_tasks)
+    ends, dists = [device.empty(4 * n_tasks * ROOM)], [device.empty(n_tasks * ROOM)]
+    n_over = device.to_device(np.zeros(1, np.uint32), writable=True)
+    over_task, over_found = device.empty(4 * n_tasks), device.empty(4 * n_tasks)
+    arguments = (*reads.buffers, genome_buffer, values, device.to_device(row_begin.astype(np.uint32)),
+                 device.to_device(row_size.astype(np.uint32)), task_base_buffer, np.uint32(n_rows),
+                 np.uint32(SLICE), contig_start_buffer, np.uint32(n_contigs), np.uint32(k), np.uint32(ROOM))
+    results = (found, src)
+    unlisted = over_task  # no tasks listed: the first run takes them all
+    device.launch(kernel, groups(n_tasks, 64), None, *arguments, unlisted, unlisted, np.uint32(0), *results,
+                  ends[0], dists[0], n_over, over_task, over_found)
+    # Most tasks find no locus: the few with more than ROOM run again with room for all.
+    rerun = int(device.read(n_over, np.uint32, 1)[0])
+    if rerun:
+        offsets = region_offsets(device.read(over_found, np.uint32, rerun))
+        ends.append(device.empty(4 * int(offsets[-1])))
+        dists.append(device.empty(int(offsets[-1])))
+        device.launch(kernel, groups(rerun, 64), None, *arguments, over_task, device.to_device(offsets),
+                      np.uint32(rerun), *results, ends[1], dists[1], n_over, over_task, over_found)
+    count = device.empty(4 * n_rows)
+    device.launch(device.kernel(LOCI, "row_counts"), groups(n_rows, 64), None, task_base_buffer, found,
+                  np.uint32(n_rows), count)
+    return RowLoci(device.read(count, np.uint32, n_rows).astype(np.int64), row_size, task_base, found, src,
+                   (ends[0], ends[-1]), (dists[0], dists[-1]))
 
 
 @dataclass
@@ -300,11 +297,9 @@ def best_loci_on_device(device: Device, loci: RowLoci, n_reads: int, k: int, max
     total = int(first[-1])
     row, end, dist = device.empty(4 * total), device.empty(4 * total), device.empty(total)
     if total:
-        read_task = region_offsets(np.bincount(loci.task_row // 2, minlength=n_reads))
-        device.launch(device.kernel(LOCI, "best_loci"), groups(n_reads, 64), None, device.to_device(read_task),
-                      device.to_device(loci.src), device.to_device(loci.found.astype(np.uint32)),
-                      device.to_device(loci.task_row), *loci.ends, *loci.dists, device.to_device(first),
-                      np.uint32(n_reads), np.uint32(k), row, end, dist)
+        device.launch(device.kernel(LOCI, "best_loci"), groups(n_reads, 64), None, device.to_device(loci.task_base),
+                      loci.src, loci.found, *loci.ends, *loci.dists, device.to_device(first), np.uint32(n_reads),
+                      np.uint32(k), row, end, dist)
     return DeviceLoci(n_loci, first, row, end, dist)
 
 

@@ -14,7 +14,7 @@ from .reads import ReadBatch
 from .regions import region_offsets
 from .sam import COMPLEMENT, read_group_tag
 
-PROGRAM = ("sam_text.cl", "sam_records.cl")
+PROGRAM = ("search.cl", "sam_text.cl", "sam_records.cl")
 MAPQ = ("MAPQ_UNIQUE", "MAPQ_MAX_AMBIGUOUS", "MAPQ_PER_EDIT", "MAPQ_SECONDARY")  # the kernel's defines
 
 

@@ -12,6 +12,7 @@ from marose import align, extend
 from marose.dna import N_CODE, encode, reverse_complement
 from conftest import mutate
 from marose.filter import DeviceCandidates
+from marose.regions import region_offsets
 from marose.extend import (
     OP_DEL,
     OP_INS,
@@ -228,6 +229,20 @@ def test_row_loci_more_loci_than_candidates(device) -> None:
     assert end.tolist() == [4, 6, 8] and dist.tolist() == [2, 2, 2]
 
 
+def test_row_loci_runs_again_for_tasks_with_many_loci(device) -> None:
+    """A task's 32 candidates each hold a locus, more than a task has room for at first."""
+    reads = upload_reads(device, [encode("ACGTACGT"), encode("GGGGGGGG")])
+    genome = device.to_device(encode("ACGTACGTTTTTTTTT" * 40))
+    lists = [device_candidates(device, [list(range(0, 640, 16)), []])]
+    got = row_loci(device, reads, genome, lists, device.to_device(np.array([0, 640], np.uint32)), 1, 0)
+    assert int(got.task_base[-1]) == 2 and got.count.tolist() == [40, 0]
+    assert device.read(got.src, np.uint32, 2).tolist()[0] >= extend.RERUN  # the first task ran again
+    end, dist = got.read(device)
+    assert end.tolist() == list(range(7, 640, 16)) and not dist.any()
+    best = best_loci(device, got, 1, 0, None)
+    assert best.end.tolist() == end.tolist() and best.row.tolist() == [0] * 40
+
+
 def expected_best(row: np.ndarray, end: np.ndarray, dist: np.ndarray, n_reads: int, max_hits):
     """The numpy reference of best_loci: loci in row order, stably sorted by read then
     distance, cut to max_hits a read."""
@@ -261,7 +276,8 @@ def test_best_loci_equal_a_stable_sort(device, k: int, max_hits) -> None:
     rerun = rng.random(task_row.size) < 0.3  # the rest in a second pair of buffers
     src = np.where(rerun, src + extend.RERUN, src).astype(np.uint32)
     other_ends, other_dists = rng.permutation(ends), rng.permutation(dists)
-    loci = RowLoci(count, count, task_row.astype(np.uint32), found, src,
+    task_base = region_offsets(np.bincount(task_row, minlength=2 * n_reads))
+    loci = RowLoci(count, count, task_base, device.to_device(found.astype(np.uint32)), device.to_device(src),
                    (device.to_device(ends), device.to_device(other_ends)),
                    (device.to_device(dists), device.to_device(other_dists)))
     end, dist = loci.read(device)
@@ -276,17 +292,17 @@ def test_best_loci_equal_a_stable_sort(device, k: int, max_hits) -> None:
 def test_place_loci_equal_slice_starts(device, k: int) -> None:
     """Contig and slice start of loci near contig starts, the genome start and the last base."""
     rng = np.random.default_rng(30 + k)
-    contig_start = np.array([0, 7, 50, 51, 400, 1000], dtype=np.uint32)
+    contig_start = np.array([0, 7, 50, 51, 400, 1000, 1010], dtype=np.uint32)  # and the genome's end
     lengths = rng.integers(1, 150, 40).astype(np.uint32)
     n = 3000
     first = np.concatenate(([0], np.sort(rng.integers(0, n + 1, lengths.size - 1)), [n])).astype(np.uint32)
     row = rng.integers(0, lengths.size, n).astype(np.uint32)
-    end = np.concatenate((contig_start, contig_start[1:] - 1, [0, 1, 999, 1005],
-                          rng.integers(0, 1010, n - 15))).astype(np.uint32)
+    end = np.concatenate((contig_start[:-1], contig_start[1:] - 1, [0, 1, 999, 1005],
+                          rng.integers(0, 1010, n - 16))).astype(np.uint32)
     buffers = [device.to_device(a) for a in (row, end, np.zeros(n, np.uint8))]
     loci = extend.DeviceLoci(np.zeros(lengths.size, np.int64), first, *buffers)
     reads = extend.DeviceReads(device.empty(1), device.empty(4), device.to_device(lengths), lengths)
-    placed = extend.place_loci(device, loci, reads, device.to_device(contig_start), contig_start.size, k)
+    placed = extend.place_loci(device, loci, reads, device.to_device(contig_start), contig_start.size - 1, k)
     contig = np.searchsorted(contig_start, end, side="right") - 1
     want = slice_starts(end, lengths[row], contig_start[contig], k)
     assert device.read(placed.contig, np.uint32, n).tolist() == contig.tolist()
