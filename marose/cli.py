@@ -201,7 +201,7 @@ def write_stats(path: str, stats, elapsed: float, setup: float, device) -> None:
     record = {"reads": stats.reads, "mapped": stats.mapped, "unique": stats.unique, "loci": stats.loci,
               "candidates": stats.candidates, "lookups": stats.lookups, "cells": stats.cells,
               "too_short": stats.too_short, "too_many_n": stats.too_many_n,
-              "seconds": {"total": elapsed, "setup": setup, **stats.seconds},
+              "seconds": {"total": elapsed, "setup": setup, **stats.seconds}, "cpu_seconds": stats.cpu_seconds,
               "kernel_seconds": device.collect_profile(),
               "device": device.device.name.strip()}
     with open(path, "w") as handle:

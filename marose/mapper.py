@@ -40,14 +40,18 @@ class Stats:
     unguaranteed: list = field(default_factory=list)  # read lengths the filter gives no guarantee for
     substitutions_only: list = field(default_factory=list)  # read lengths guaranteed for substitutions only
     seconds: dict = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+    # CPU seconds of the thread running each stage: what seconds holds beyond them was spent
+    # waiting, for the device or for the interpreter lock
+    cpu_seconds: dict = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
 
     @contextmanager
     def timing(self, stage: str):
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.thread_time()
         try:
             yield
         finally:
             self.seconds[stage] += time.perf_counter() - started
+            self.cpu_seconds[stage] += time.thread_time() - cpu_started
 
 
 class Mapper:

@@ -101,7 +101,7 @@ def main() -> None:
         columns = table_one(out)
         if args.profile:
             write_profile(os.path.join(tmp, "profile"), args.profile)
-    seconds = stats["seconds"]
+    seconds, cpu = stats["seconds"], stats.get("cpu_seconds", {})
     reads = stats["reads"]
     lines = [
         f"### marose map {args.label} ({datetime.date.today()}, {stats['device']}; host {machine()})",
@@ -110,12 +110,12 @@ def main() -> None:
         f"whole process {wall:.2f} s, of which setup {seconds.get('setup', 0):.2f} s (imports, index load, "
         "device, index upload)",
         "",
-        "| stage | seconds | reads/s |",
-        "|---|---:|---:|",
-        *(f"| {s} | {seconds[s]:.2f} | {reads / seconds[s]:,.0f} |" if seconds[s] > 0 else f"| {s} | 0 | - |"
-          for s in STAGES),
+        "| stage | seconds | reads/s | CPU seconds of its thread |",
+        "|---|---:|---:|---:|",
+        *(f"| {s} | {seconds[s]:.2f} | {reads / seconds[s]:,.0f} | {cpu.get(s, 0):.2f} |" if seconds[s] > 0
+          else f"| {s} | 0 | - | - |" for s in STAGES),
         f"| **mapping (index load excluded)** | {seconds['total']:.2f} | "
-        f"{reads / seconds['total']:,.0f} |",
+        f"{reads / seconds['total']:,.0f} | |",
         "",
         "Device time per kernel: " + ", ".join(f"{name} {sec:.3f} s" for name, sec in
                                                 sorted(stats.get("kernel_seconds", {}).items())) + ".",
