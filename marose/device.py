@@ -94,9 +94,13 @@ class Device:
         self.profile = profile
         self.kernel_seconds: dict[str, float] = {}
         self._events: list = []
-        self._kept: list = []
-        # Oclgrind's uninitialized-value checker loses track of buffers written by kernels when
-        # others are released, so on Oclgrind every buffer a command used is kept.
+        # The arguments of the commands queued since the last blocking read. Releasing a buffer
+        # that a queued command uses makes NVIDIA's driver wait for that command, which would
+        # stop the host from running ahead of the device; the buffers are kept until a
+        # blocking read has waited for all of them. Oclgrind's uninitialized-value checker
+        # loses track of buffers written by kernels when others are released, so there every
+        # buffer a command used is kept until the device is gone.
+        self._in_use: list = []
         self._keep_all = "oclgrind" in self.device.platform.name.lower()
         self._programs: dict = {}
         self._kernels: dict = {}
@@ -131,8 +135,7 @@ class Device:
     def launch(self, kernel, global_size, local_size, *args) -> None:
         """Run a kernel; with profiling on, its device time is added to kernel_seconds."""
         event = kernel(self.queue, global_size, local_size, *args)
-        if self._keep_all:
-            self._kept.append(args)
+        self._in_use.append(args)
         if self.profile:
             self._events.append((kernel.function_name, event))
 
@@ -203,8 +206,7 @@ class Device:
             if nbytes:
                 self.cl.enqueue_copy(self.queue, out, buffer, byte_count=nbytes, dst_offset=at)
             at += nbytes
-        if self._keep_all:
-            self._kept.append(parts)
+        self._in_use.append(parts)
         return out
 
     def empty(self, nbytes: int):
@@ -218,9 +220,12 @@ class Device:
                               hostbuf=np.zeros(max(int(nbytes), 1), dtype=np.uint8))
 
     def read(self, buffer, dtype, count: int) -> np.ndarray:
+        """The first count values of a buffer, once every command queued before is done."""
         out = np.empty(count, dtype=dtype)
         if count:
             self.cl.enqueue_copy(self.queue, out, buffer)
+            if not self._keep_all:  # the queue is empty: releasing waits for nothing
+                self._in_use.clear()
         return out
 
 
