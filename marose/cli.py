@@ -83,6 +83,7 @@ def run_map(args, log) -> None:
     from indexer import store
 
     from .device import Device, describe
+    from .lookup import DeviceIndex
     from .mapper import Mapper
     from .params import default_max_errors
     from .reads import read_batches
@@ -111,11 +112,12 @@ def run_map(args, log) -> None:
     # the checksums are checked while mapping (zlib releases the interpreter lock)
     checked = _in_background(store.check_checksums, index)
     ref = index.reference
+    on_device = DeviceIndex(index, device)  # while the first batch is still being read
     first = reading.result()
     k = args.max_errors if args.max_errors is not None else default_max_errors(len(first.seqs[0]))
     log(f"index {index.path} ({ref.total_length:,} bases, {len(index.segments)} segment(s)); "
         f"k={k}; device {describe(device.device)}")
-    mapper = Mapper(index, device, k, args.max_hits, text_on_device=not args.xa)
+    mapper = Mapper(index, device, k, args.max_hits, text_on_device=not args.xa, on_device=on_device)
     if args.explain:
         print(explain(mapper, len(first.seqs[0])), file=sys.stderr)
     header = sam_header(list(zip(ref.names, map(int, ref.lengths))), args.read_group,

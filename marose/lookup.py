@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from indexer.build import Segment
+from indexer.store import Index
 
 from .device import Device, groups
 from .reference import Reference
@@ -16,6 +17,7 @@ PROGRAM = ("murmur3.cl", "phf.cl", "lookup.cl")
 GENOME = ("genome.cl",)
 # A segment's tables on the device, in the order the kernels take them.
 TABLES = ("hash_seed", "vertex_offset", "g", "slot_key", "slot_start", "positions")
+RESIDENT_FRACTION = 0.6  # of device memory the index segments may hold at once
 
 
 @dataclass
@@ -34,6 +36,29 @@ class DeviceSegment:
     def tables(self) -> tuple:
         """The buffers a lookup needs, in kernel argument order."""
         return (self.hash_seed, self.vertex_offset, self.g, self.slot_key, self.slot_start)
+
+
+class DeviceIndex:
+    """An index on a device: its genome and contig starts, and its segments, kept there when
+    they fit or else uploaded in turn."""
+
+    def __init__(self, index: Index, device: Device):
+        self.index = index
+        self.device = device
+        reference = index.reference
+        self.genome = upload_genome(device, reference)
+        self.contig_start = device.to_device(reference.offsets.astype(np.uint32))
+        tables = sum(np.asarray(getattr(s, name)).nbytes for s in index.segments for name in TABLES)
+        self.resident = tables <= RESIDENT_FRACTION * device.device.global_mem_size
+        self._segments = [upload(device, s) for s in index.segments] if self.resident else None
+
+    def segments(self):
+        """The segments on the device: kept resident, or uploaded one at a time."""
+        if self.resident:
+            yield from self._segments
+        else:
+            for segment in self.index.segments:
+                yield upload(self.device, segment)
 
 
 def upload(device: Device, segment: Segment) -> DeviceSegment:

@@ -18,8 +18,6 @@ from .params import Choice, choose_filter
 from .reads import ReadBatch
 from .sam import Hits
 
-RESIDENT_FRACTION = 0.6  # of device memory the index segments may hold at once
-
 
 STAGES = ("parse", "encode", "filter", "extend", "traceback", "strings", "format", "write")
 
@@ -58,41 +56,25 @@ class Mapper:
     """Maps batches of reads against a loaded index on one device."""
 
     def __init__(self, index: Index, device: Device, k: int, max_hits: int | None = None,
-                 text_on_device: bool = False):
+                 text_on_device: bool = False, on_device: lookup.DeviceIndex | None = None):
         """max_hits: the loci of a read aligned and returned, best first (all when None); the
         others are counted only. text_on_device: map_batch leaves the hits on the device
         (extend.DeviceHits, for sam_records) instead of returning Hits with CIGAR, MD and NM
-        strings."""
+        strings. on_device: the index already on the device, else it is uploaded here."""
         self.index = index
         self.device = device
         self.k = k
         self.max_hits = max_hits
         self.text_on_device = text_on_device
-        ref = index.reference
-        self.contig_offsets = ref.offsets
-        self.genome = lookup.upload_genome(device, ref)
+        self.contig_offsets = index.reference.offsets
+        self.on_device = on_device or lookup.DeviceIndex(index, device)
+        self.genome, self.contig_start = self.on_device.genome, self.on_device.contig_start
         self.n_positions = sum(s.positions.size for s in index.segments)
         sum_sq = sum(s.sum_count_sq for s in index.segments)
         self.repeat_occupancy = sum_sq / max(1, self.n_positions)
-        self.resident = self._fits_on_device()
-        self.on_device = [lookup.upload(device, s) for s in index.segments] if self.resident else None
-        self.contig_start = device.to_device(ref.offsets.astype(np.uint32))
         self.filters: dict[int, Filter] = {}
         self.choices: dict[int, Choice] = {}
         self.stats = Stats()
-
-    def _fits_on_device(self) -> bool:
-        tables = sum(np.asarray(getattr(s, name)).nbytes for s in self.index.segments
-                     for name in lookup.TABLES)
-        return tables <= RESIDENT_FRACTION * self.device.device.global_mem_size
-
-    def segments(self):
-        """Device copies of the segments: kept resident, or streamed one at a time."""
-        if self.resident:
-            yield from self.on_device
-        else:
-            for segment in self.index.segments:
-                yield lookup.upload(self.device, segment)
 
     def choice(self, read_length: int) -> Choice:
         """Filter parameters for a read length, chosen once.
@@ -165,7 +147,7 @@ class Mapper:
         for e in np.unique(rows_e[rows_e >= 0]):
             filt = self.filter(int(e))
             reads_on_device = filt.upload(strands, steps, rows_e == e)
-            found.extend(filt.emit(seg, strands.n, reads_on_device) for seg in self.segments())
+            found.extend(filt.emit(seg, strands.n, reads_on_device) for seg in self.on_device.segments())
         return found
 
     def _extend(self, strands: Strands, reads: extend.DeviceReads,
