@@ -271,9 +271,9 @@ def _gunzip(raw: Iterator[bytes], label: str) -> Iterator[bytes]:
 
 
 def _fastq_chunks(first: bytes, data: Iterator[bytes], label: str) -> Iterator[_Chunk]:
-    carry = first
+    carry = b""
     done = 0
-    for block in data:
+    for block in itertools.chain([first], data):  # the first block's records wait for no other
         carry += block
         cut = carry.rfind(b"\n") + 1
         if cut == 0:
