@@ -137,14 +137,14 @@ class Mapper:
         neighborhood error count e in use and each segment."""
         rows_e = np.full(strands.n, -1)
         steps = np.ones(strands.n, dtype=np.uint32)
-        for length in np.unique(strands.lengths[active]):
+        for length in _distinct(strands.lengths[active]):
             chosen = self.choice(int(length)).params
             rows = active & (strands.lengths == length)
             rows_e[rows], steps[rows] = chosen.e, chosen.step
             self.stats.lookups += (int(rows.sum()) * chosen.n_patterns(int(length)) * chosen.lookups_per_pattern
                                    * len(self.index.segments))
         found = []
-        for e in np.unique(rows_e[rows_e >= 0]):
+        for e in _distinct(rows_e[rows_e >= 0]):
             filt = self.filter(int(e))
             reads_on_device = filt.upload(strands, steps, rows_e == e)
             found.extend(filt.emit(seg, strands.n, reads_on_device) for seg in self.on_device.segments())
@@ -187,3 +187,8 @@ class Mapper:
         self.stats.unique += int(np.count_nonzero(n_loci == 1))
         self.stats.loci += int(n_loci.sum())
 
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct values of small non-negative integers, in order. (np.unique imports
+    numpy.ma at its first call: 0.1 s of the first batch on the H100 machine.)"""
+    return np.flatnonzero(np.bincount(values.astype(np.int64), minlength=1))
