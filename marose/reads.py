@@ -16,10 +16,12 @@ import numpy as np
 from marose import dna
 from marose.errors import MaroseError
 
-CHUNK_BYTES = 4 << 20
-# Few, large decompression calls: the thread that inflates must win the GIL back
-# from the parser after each one.
-GZIP_OUT_BYTES = 16 << 20
+# Blocks of 1 MB: the parser holds the interpreter lock while it splits and joins a block,
+# and the mapping thread, which needs the lock after each device call, waits that long. With
+# 1 MB blocks instead of 16 MB the first batch is ready sooner and setup was shorter on the
+# H100 machine (BENCHMARKS.md); parsing as a whole takes as long.
+CHUNK_BYTES = 1 << 20
+GZIP_OUT_BYTES = 1 << 20  # the most one decompression call writes
 GZIP_STEP_BYTES = 256 << 10
 _GZIP_MAGIC = b"\x1f\x8b"
 _NAME = re.compile(rb"^[@>](\S*)", re.M)
