@@ -1,4 +1,7 @@
-"""Device buffers: uploads through the pinned staging buffers, and the genome unpacked there."""
+"""Device buffers: uploads through the pinned staging buffers, the genome unpacked there, and
+the buffers of queued commands kept until a read has waited for them."""
+
+import sys
 
 import numpy as np
 import pytest
@@ -48,3 +51,18 @@ def test_genome_of_lambda_unpacked_on_the_device(device):
     ref = read_fasta(LAMBDA)
     stored = Reference(ref.names, ref.lengths, packed=ref.packed, runs=ref.runs)
     assert np.array_equal(device.read(upload_genome(device, stored), np.uint8, ref.total_length), ref.codes)
+
+
+def test_buffers_of_queued_commands_are_kept_until_a_blocking_read(device):
+    """Releasing a buffer that a queued kernel uses makes NVIDIA's driver wait for the kernel, so
+    the device holds the buffers of its queued commands until a blocking read has waited for them."""
+    buffer = device.to_device(np.arange(64, dtype=np.uint32), writable=True)
+    before = sys.getrefcount(buffer)
+    device.launch(device.kernel(("probe.cl",), "spin"), (64,), None, buffer, np.uint32(3))
+    assert sys.getrefcount(buffer) == before + 1
+    values = device.read(buffer, np.uint32, 64)
+    assert sys.getrefcount(buffer) == before
+    expected = np.arange(64, dtype=np.uint64)
+    for _ in range(3):
+        expected = (expected * 1664525 + 1013904223) % 2**32
+    assert np.array_equal(values, expected)

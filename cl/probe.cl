@@ -1,0 +1,9 @@
+/* A kernel that keeps the device busy for a set time, for scripts/release_probe.py. */
+
+__kernel void spin(__global uint *x, uint rounds)
+{
+    uint v = x[get_global_id(0)];
+    for (uint i = 0; i < rounds; ++i)
+        v = v * 1664525u + 1013904223u;
+    x[get_global_id(0)] = v;
+}
