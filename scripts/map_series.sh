@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Repeated whole runs of one `marose map` command, each with its wall seconds and the --stats
+# stage seconds: the quick series behind before/after comparisons on one machine.
+#
+#   scripts/map_series.sh RUNS LABEL COMMAND...
+#
+# COMMAND is the map command without --stats (added here), e.g.
+#   scripts/map_series.sh 3 default python3 -m marose.cli map -q -x INDEX READS.fq.gz -k 3 -o /tmp/o.bam
+set -euo pipefail
+runs=${1:?runs}; label=${2:?label}; shift 2
+stats=$(mktemp); trap 'rm -f "$stats"' EXIT
+for _ in $(seq "$runs"); do
+    started=$(date +%s.%N)
+    "$@" --stats "$stats"
+    ended=$(date +%s.%N)
+    python3 - "$label" "$started" "$ended" "$stats" <<'PY'
+import json, sys
+label, started, ended, path = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+s = json.load(open(path))["seconds"]
+stages = " ".join(f"{k} {s[k]:.2f}" for k in ("parse", "encode", "filter", "extend", "format", "write"))
+print(f"{label}: whole {ended - started:.2f} setup {s['setup']:.2f} map {s['total']:.2f} {stages}")
+PY
+done
