@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -11,6 +12,7 @@ import numpy as np
 from .errors import MaroseError
 
 STAGING_BYTES = 32 << 20  # each of the two pinned buffers uploads go through
+LOCAL_SIZE = 64  # work-items a group of kernels launched without a work-group size (see launch)
 
 
 def kernel_dir() -> Path:
@@ -133,7 +135,14 @@ class Device:
         return self._kernels[key]
 
     def launch(self, kernel, global_size, local_size, *args) -> None:
-        """Run a kernel; with profiling on, its device time is added to kernel_seconds."""
+        """Run a kernel; with profiling on, its device time is added to kernel_seconds.
+
+        A kernel launched without a work-group size (local_size None) gets groups of
+        LOCAL_SIZE items: left to the runtime, PoCL takes a size that follows the global size
+        and compiles the kernel anew for each size it has not met, so that each new number of
+        reads cost seconds of compiling."""
+        if local_size is None:
+            local_size = (math.gcd(global_size[0], LOCAL_SIZE),)
         event = kernel(self.queue, global_size, local_size, *args)
         self._in_use.append(args)
         if self.profile:
