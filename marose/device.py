@@ -157,15 +157,28 @@ class Device:
         self._events.clear()
         return self.kernel_seconds
 
-    def to_device(self, array: np.ndarray, writable: bool = False):
-        """A buffer holding a copy of the array (a 1-byte buffer if it is empty), read-only
-        unless writable."""
-        mf = self.cl.mem_flags
+    def to_device(self, array: np.ndarray):
+        """A buffer holding a copy of the array (one element if it is empty), written by a
+        queued copy. (A buffer made with COPY_HOST_PTR made NVIDIA's driver wait, at the first
+        launch that used it, for the kernels queued before.) The copy's event, which holds the
+        array, is kept until a blocking read has waited for it: pyopencl waits for such an
+        event when it is dropped."""
         data = np.ascontiguousarray(array)
         if data.nbytes == 0:
             data = np.zeros(1, dtype=data.dtype)
-        access = mf.READ_WRITE if writable else mf.READ_ONLY
-        return self.cl.Buffer(self.context, access | mf.COPY_HOST_PTR, hostbuf=data)
+        buffer = self.empty(data.nbytes)
+        self._in_use.append(self.cl.enqueue_copy(self.queue, buffer, data, is_blocking=False))
+        return buffer
+
+    def _copied(self, array: np.ndarray):
+        """A read-only buffer made with a copy of the array (one element if it is empty), for
+        upload: with queued copies of the index's arrays instead, a 20,000-read run on PoCL's
+        CPU device took 0.3-0.5 s longer."""
+        data = np.ascontiguousarray(array)
+        if data.nbytes == 0:
+            data = np.zeros(1, dtype=data.dtype)
+        mf = self.cl.mem_flags
+        return self.cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=data)
 
     def upload(self, arrays: list[np.ndarray], staged: bool | None = None) -> list:
         """Read-only buffers holding copies of the arrays, for large ones such as the index.
@@ -180,7 +193,7 @@ class Device:
         flat = [np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in arrays]
         large = [a.nbytes for a in flat if a.nbytes >= STAGING_BYTES // 8]
         if not large or not staged:
-            return [self.to_device(a) for a in arrays]
+            return [self._copied(a) for a in arrays]
         cl, mf = self.cl, self.cl.mem_flags
         size = min(STAGING_BYTES, max(large))
         staging = [cl.Buffer(self.context, mf.ALLOC_HOST_PTR | mf.READ_WRITE, size=size) for _ in range(2)]
@@ -190,7 +203,7 @@ class Device:
         try:
             for array, data in zip(arrays, flat):
                 if data.nbytes < STAGING_BYTES // 8:
-                    buffers.append(self.to_device(array))
+                    buffers.append(self._copied(array))
                     continue
                 buffers.append(cl.Buffer(self.context, mf.READ_ONLY, size=data.nbytes))
                 for part, at in enumerate(range(0, data.nbytes, size)):

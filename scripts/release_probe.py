@@ -64,6 +64,14 @@ def main() -> None:
           lambda: (spin(queue, (ITEMS,), None, used, np.uint32(1)), used.release()))
     target = cl.Buffer(ctx, flags.READ_WRITE, host.nbytes)
     probe("non-blocking write", lambda: cl.enqueue_copy(queue, target, host, is_blocking=False))
+    made = cl.Buffer(ctx, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=np.zeros(ITEMS, np.uint32))
+    probe("first launch with a buffer made with COPY_HOST_PTR",
+          lambda: spin(queue, (ITEMS,), None, made, np.uint32(1)))
+    written = cl.Buffer(ctx, flags.READ_WRITE, 4 * ITEMS)
+    copies = []  # the copies' events, kept: pyopencl waits for such an event when it is dropped
+    probe("a non-blocking write (its event kept), then a launch with that buffer",
+          lambda: (copies.append(cl.enqueue_copy(queue, written, np.zeros(ITEMS, np.uint32), is_blocking=False)),
+                   spin(queue, (ITEMS,), None, written, np.uint32(1))))
     for mib in (16, 256, 1024):
         fresh = cl.Buffer(ctx, flags.READ_WRITE, mib << 20)
         probe(f"first launch with a fresh {mib} MiB buffer", lambda: spin(queue, (ITEMS,), None, fresh, np.uint32(1)))

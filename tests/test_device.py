@@ -56,7 +56,7 @@ def test_genome_of_lambda_unpacked_on_the_device(device):
 def test_buffers_of_queued_commands_are_kept_until_a_blocking_read(device):
     """Releasing a buffer that a queued kernel uses makes NVIDIA's driver wait for the kernel, so
     the device holds the buffers of its queued commands until a blocking read has waited for them."""
-    buffer = device.to_device(np.arange(64, dtype=np.uint32), writable=True)
+    buffer = device.to_device(np.arange(64, dtype=np.uint32))
     before = sys.getrefcount(buffer)
     device.launch(device.kernel(("probe.cl",), "spin"), (64,), None, buffer, np.uint32(3))
     assert sys.getrefcount(buffer) == before + 1

@@ -21,9 +21,9 @@ def test_long_rows_are_sorted_unique_in_place(device):
     rows = [rng.integers(0, top, size).astype(np.uint32) for size, top in zip(sizes, ranges)]
     totals = np.array(sizes, dtype=np.int64)
     offsets = region_offsets(totals)
-    values = device.to_device(np.concatenate(rows), writable=True)
+    values = device.to_device(np.concatenate(rows))
     sentinel = np.full(len(rows), 12345, dtype=np.uint32)
-    out_count = device.to_device(sentinel, writable=True)
+    out_count = device.to_device(sentinel)
     defines = {"WG": 64, "CAP": CAP, "KEY_BITS": 20}
     sort_long_rows(device, defines, values, offsets, device.to_device(offsets), totals,
                    device.to_device(totals.astype(np.uint32)), out_count)
