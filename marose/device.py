@@ -96,7 +96,8 @@ class Device:
         self.profile = profile
         self.kernel_seconds: dict[str, float] = {}
         self._events: list = []
-        # The arguments of the commands queued since the last blocking read. Releasing a buffer
+        # The arguments of the commands queued since the last blocking read, and the events of
+        # queued copies (which hold their host arrays). Releasing a buffer
         # that a queued command uses makes NVIDIA's driver wait for that command, which would
         # stop the host from running ahead of the device; the buffers are kept until a
         # blocking read has waited for all of them. Oclgrind's uninitialized-value checker
@@ -163,9 +164,7 @@ class Device:
         launch that used it, for the kernels queued before.) The copy's event, which holds the
         array, is kept until a blocking read has waited for it: pyopencl waits for such an
         event when it is dropped."""
-        data = np.ascontiguousarray(array)
-        if data.nbytes == 0:
-            data = np.zeros(1, dtype=data.dtype)
+        data = _at_least_one(array)
         buffer = self.empty(data.nbytes)
         self._in_use.append(self.cl.enqueue_copy(self.queue, buffer, data, is_blocking=False))
         return buffer
@@ -174,11 +173,8 @@ class Device:
         """A read-only buffer made with a copy of the array (one element if it is empty), for
         upload: with queued copies of the index's arrays instead, a 20,000-read run on PoCL's
         CPU device took 0.3-0.5 s longer."""
-        data = np.ascontiguousarray(array)
-        if data.nbytes == 0:
-            data = np.zeros(1, dtype=data.dtype)
         mf = self.cl.mem_flags
-        return self.cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=data)
+        return self.cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=_at_least_one(array))
 
     def upload(self, arrays: list[np.ndarray], staged: bool | None = None) -> list:
         """Read-only buffers holding copies of the arrays, for large ones such as the index.
@@ -237,9 +233,7 @@ class Device:
 
     def zeros(self, nbytes: int):
         """A zero-filled buffer, filled by copy from the host (which every tool sees as initialized)."""
-        mf = self.cl.mem_flags
-        return self.cl.Buffer(self.context, mf.READ_WRITE | mf.COPY_HOST_PTR,
-                              hostbuf=np.zeros(max(int(nbytes), 1), dtype=np.uint8))
+        return self.to_device(np.zeros(max(int(nbytes), 1), dtype=np.uint8))
 
     def read(self, buffer, dtype, count: int) -> np.ndarray:
         """The first count values of a buffer, once every command queued before is done."""
@@ -249,6 +243,13 @@ class Device:
             if not self._keep_all:  # the queue is empty: releasing waits for nothing
                 self._in_use.clear()
         return out
+
+
+def _at_least_one(array: np.ndarray) -> np.ndarray:
+    """The array as a contiguous array, or one zero of its type if it is empty (OpenCL has no
+    buffers of no bytes)."""
+    data = np.ascontiguousarray(array)
+    return data if data.nbytes else np.zeros(1, dtype=data.dtype)
 
 
 @lru_cache(maxsize=None)

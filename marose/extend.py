@@ -226,7 +226,7 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     task_base_buffer = device.to_device(task_base)
     found, src = device.empty(4 * n_tasks), device.empty(4 * n_tasks)
     ends, dists = [device.empty(4 * n_tasks * ROOM)], [device.empty(n_tasks * ROOM)]
-    n_over = device.to_device(np.zeros(1, np.uint32))
+    n_over = device.zeros(4)
     over_task, over_found = device.empty(4 * n_tasks), device.empty(4 * n_tasks)
     arguments = (*reads.buffers, genome_buffer, values, device.to_device(row_begin.astype(np.uint32)),
                  device.to_device(row_size.astype(np.uint32)), task_base_buffer, np.uint32(n_rows),
@@ -372,7 +372,7 @@ def trace_on_device(device: Device, reads: DeviceReads, genome_buffer, loci_read
     defines = {"MAX_LEN": WORD_BITS * max_words(longest), "MAX_K": max_k(k)}
     width = defines["MAX_LEN"] + defines["MAX_K"]
     starts, counts, ops = device.empty(4 * n), device.empty(4 * n), device.empty(n * width)
-    untraced = device.to_device(np.zeros(1, np.uint32))
+    untraced = device.zeros(4)
     if n:
         device.launch(device.kernel(TRACEBACK, "traceback", defines), groups(n, 64), None, *reads.buffers,
                       genome_buffer, loci_read, loci_end, slice_start, np.uint32(n), np.uint32(k), starts, ops,
