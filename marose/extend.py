@@ -221,7 +221,7 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     task_base = region_offsets(-(-row_size // SLICE))
     n_tasks = int(task_base[-1])
     if n_tasks * ROOM >= RERUN:
-        raise MemoryError("too many candidates in one batch; use a smaller batch size")
+        raise MemoryError("too many candidates in one batch; use a smaller --batch-size")
     kernel = device.kernel(DISTANCES, "row_loci", {"MAX_WORDS": max_words(int(reads.lengths.max()))})
     task_base_buffer = device.to_device(task_base)
     found, src = device.empty(4 * n_tasks), device.empty(4 * n_tasks)

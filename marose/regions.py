@@ -11,7 +11,7 @@ def region_offsets(sizes: np.ndarray) -> np.ndarray:
     """Where consecutive regions of the given sizes start, and where the last ends (uint32)."""
     offsets = np.concatenate(([0], np.cumsum(sizes)))
     if offsets[-1] >= 2**32:
-        raise MemoryError("too many candidates in one batch; use a smaller batch size")
+        raise MemoryError("over 2^32 candidates, loci or records in one batch; use a smaller --batch-size")
     return offsets.astype(np.uint32)
 
 

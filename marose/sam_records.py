@@ -70,7 +70,7 @@ class DeviceSamFormatter:
         offsets = np.concatenate(([0], np.cumsum(d.read(lengths, np.uint32, n_records), dtype=np.int64)))
         traced.check(d)
         if offsets[-1] >= 2**32:
-            raise MemoryError("SAM text of one batch over 4 GiB; use a smaller batch size")
+            raise MemoryError("SAM text of one batch over 4 GiB; use a smaller --batch-size")
         out = d.empty(int(offsets[-1]))
         d.launch(self.kernel, *passes, np.uint32(1), *arguments, d.to_device(offsets.astype(np.uint32)), out,
                  lengths)

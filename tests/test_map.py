@@ -317,3 +317,18 @@ def test_devices_lists_the_cpu_device(capsys):
     assert cli.main(["devices"]) == 0
     assert "0:0" in capsys.readouterr().out
 
+
+
+def test_running_out_of_memory_is_one_line_and_writes_nothing(lambda_index, tmp_path, monkeypatch, capsys):
+    import marose.filter
+
+    def too_many(sizes):
+        raise MemoryError("over 2^32 candidates, loci or records in one batch; use a smaller --batch-size")
+
+    monkeypatch.setattr(marose.filter, "region_offsets", too_many)
+    fq = write_reads(tmp_path / "r.fq", simulate(read_fasta(LAMBDA), 20, 50, 1, np.random.default_rng(3)))
+    out = tmp_path / "out.sam"
+    assert cli.main(["map", "-x", lambda_index, str(fq), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "marose: error: out of memory: over 2^32 candidates" in err and "--batch-size; no output written" in err
+    assert not out.exists()
