@@ -20,10 +20,20 @@ def run_command(prog: str, action, quiet: bool, left_behind: str) -> int:
     except MaroseError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 1
-    except MemoryError as exc:  # of the host or the device; some say what to do
+    except Exception as exc:
+        if not _out_of_memory(exc):
+            raise
         print(f"{prog}: error: out of memory{f': {exc}' if str(exc) else ''}; {left_behind}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"{prog}: interrupted; {left_behind}", file=sys.stderr)
         return 130
     return 0
+
+
+def _out_of_memory(exc: Exception) -> bool:
+    """A MemoryError of the host, or pyopencl's of the device (memory or resources)."""
+    import sys
+
+    cl = sys.modules.get("pyopencl")  # loaded where a device was used
+    return isinstance(exc, MemoryError) or (cl is not None and isinstance(exc, cl.MemoryError))

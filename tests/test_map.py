@@ -319,16 +319,22 @@ def test_devices_lists_the_cpu_device(capsys):
 
 
 
-def test_running_out_of_memory_is_one_line_and_writes_nothing(lambda_index, tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("device_memory", [False, True])
+def test_running_out_of_memory_is_one_line_and_writes_nothing(lambda_index, tmp_path, monkeypatch, capsys,
+                                                               device_memory):
+    import pyopencl
+
     import marose.filter
 
+    message = ("clCreateBuffer failed: MEM_OBJECT_ALLOCATION_FAILURE" if device_memory else
+               "over 2^32 candidates, loci or records in one batch; use a smaller --batch-size")
+
     def too_many(sizes):
-        raise MemoryError("over 2^32 candidates, loci or records in one batch; use a smaller --batch-size")
+        raise (pyopencl.MemoryError if device_memory else MemoryError)(message)
 
     monkeypatch.setattr(marose.filter, "region_offsets", too_many)
     fq = write_reads(tmp_path / "r.fq", simulate(read_fasta(LAMBDA), 20, 50, 1, np.random.default_rng(3)))
     out = tmp_path / "out.sam"
     assert cli.main(["map", "-x", lambda_index, str(fq), "-o", str(out)]) == 1
-    err = capsys.readouterr().err
-    assert "marose: error: out of memory: over 2^32 candidates" in err and "--batch-size; no output written" in err
+    assert f"marose: error: out of memory: {message}; no output written" in capsys.readouterr().err
     assert not out.exists()
