@@ -206,21 +206,20 @@ def choose_filter(
             f"reads of {read_length} bp are shorter than the index pattern width {width} "
             f"(seed span + neighborhood length); use an index with a shorter seed or neighborhood"
         )
-    guaranteed = [
-        FilterParams(mask, ln, e, step)
-        for e in e_values
-        for step in range(1, width + 1)
-        if is_guaranteed(read_length, k, mask, ln, e, step, indels)
-    ]
-    if guaranteed:
-        params = min(
-            guaranteed,
-            key=lambda p: (
-                _expected_per_read(p, read_length, n_positions, repeat_occupancy)[0],
-                p.e,
-                -p.step,
-            ),
-        )
+    # The filters cheapest first (then fewer errors, longer steps): the first guaranteed one
+    # is the choice, and the costlier ones need no check.
+    by_cost = sorted(
+        (FilterParams(mask, ln, e, step) for e in e_values for step in range(1, width + 1)),
+        key=lambda p: (
+            _expected_per_read(p, read_length, n_positions, repeat_occupancy)[0],
+            p.e,
+            -p.step,
+        ),
+    )
+    params = next(
+        (p for p in by_cost if is_guaranteed(read_length, k, mask, ln, p.e, p.step, indels)), None
+    )
+    if params is not None:
         _, lookups, candidates = _expected_per_read(
             params, read_length, n_positions, repeat_occupancy
         )
