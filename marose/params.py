@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from marose.errors import MaroseError
 from marose.sensitivity import (
@@ -132,9 +133,20 @@ class Choice:
     max_errors: int
     guaranteed: bool
     covers: str  # "substitutions" or "edits"
-    missed_fraction: float  # of placements of exactly max_errors errors; 0 when guaranteed
     lookups_per_read: float
     candidates_per_read: float
+
+    @cached_property
+    def missed_fraction(self) -> float:
+        """Of the placements of exactly max_errors errors, the share that leaves no pattern; 0
+        when guaranteed. Counted when first asked for: a choice without a guarantee is often
+        dropped for one that guarantees substitutions, and the count is the slow part."""
+        if self.guaranteed:
+            return 0.0
+        p = self.params
+        missed, total = count_missed(self.read_length, self.max_errors, p.mask, p.ln, p.e, p.step,
+                                     self.covers == "edits")
+        return missed / total if total else 0.0
 
     def explain(self) -> str:
         """A few lines for `marose map --explain`."""
@@ -223,14 +235,12 @@ def choose_filter(
         _, lookups, candidates = _expected_per_read(
             params, read_length, n_positions, repeat_occupancy
         )
-        return Choice(params, read_length, k, True, covers, 0.0, lookups, candidates)
+        return Choice(params, read_length, k, True, covers, lookups, candidates)
 
     e = max(e for e in e_values if neighborhood_size(ln, e) <= MAX_LOOKUPS_PER_PATTERN)
     params = FilterParams(mask, ln, e, 1)
-    missed, total = count_missed(read_length, k, mask, ln, e, 1, indels)
     _, lookups, candidates = _expected_per_read(params, read_length, n_positions, repeat_occupancy)
-    fraction = missed / total if total else 0.0
-    return Choice(params, read_length, k, False, covers, fraction, lookups, candidates)
+    return Choice(params, read_length, k, False, covers, lookups, candidates)
 
 
 def default_max_errors(read_length: int) -> int:
