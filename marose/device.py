@@ -169,27 +169,30 @@ class Device:
         self._in_use.append(self.cl.enqueue_copy(self.queue, buffer, data, is_blocking=False))
         return buffer
 
-    def _copied(self, array: np.ndarray):
-        """A read-only buffer made with a copy of the array (one element if it is empty), for
-        upload: with queued copies of the index's arrays instead, a 20,000-read run on PoCL's
-        CPU device took 0.3-0.5 s longer."""
+    def _read_only(self, array: np.ndarray):
+        """A read-only buffer of the array's values (one element if it is empty), for upload: on
+        a device that shares the host's memory, the array itself (the buffer keeps it; an index
+        mapped from its files is then read in place, not copied); elsewhere a copy made at once
+        (with queued copies of the index's arrays instead, a 20,000-read run on PoCL's CPU
+        device took 0.3-0.5 s longer)."""
         mf = self.cl.mem_flags
-        return self.cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=_at_least_one(array))
+        where = mf.USE_HOST_PTR if self.device.host_unified_memory else mf.COPY_HOST_PTR
+        return self.cl.Buffer(self.context, mf.READ_ONLY | where, hostbuf=_at_least_one(array))
 
     def upload(self, arrays: list[np.ndarray], staged: bool | None = None) -> list:
-        """Read-only buffers holding copies of the arrays, for large ones such as the index.
+        """Read-only buffers of the arrays' values, for large ones such as the index.
 
         On a device with memory of its own, large arrays go through two pinned staging
         buffers that take turns, one filled while the other is copied: from pageable memory
         (an index mapped from its files) a discrete GPU copies several times slower. A device
-        sharing the host's memory (a CPU) copies them directly, at once. staged: True or
-        False overrides that choice."""
+        sharing the host's memory (a CPU) reads the arrays in place. staged: True or False
+        overrides that choice."""
         if staged is None:
             staged = not self.device.host_unified_memory
         flat = [np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in arrays]
         large = [a.nbytes for a in flat if a.nbytes >= STAGING_BYTES // 8]
         if not large or not staged:
-            return [self._copied(a) for a in arrays]
+            return [self._read_only(a) for a in arrays]
         cl, mf = self.cl, self.cl.mem_flags
         size = min(STAGING_BYTES, max(large))
         staging = [cl.Buffer(self.context, mf.ALLOC_HOST_PTR | mf.READ_WRITE, size=size) for _ in range(2)]
@@ -199,7 +202,7 @@ class Device:
         try:
             for array, data in zip(arrays, flat):
                 if data.nbytes < STAGING_BYTES // 8:
-                    buffers.append(self._copied(array))
+                    buffers.append(self._read_only(array))
                     continue
                 buffers.append(cl.Buffer(self.context, mf.READ_ONLY, size=data.nbytes))
                 for part, at in enumerate(range(0, data.nbytes, size)):
