@@ -176,6 +176,31 @@ def test_output_is_identical_across_batch_sizes_and_segments(lambda_two_contigs,
     assert len(outputs[0]) > 60
 
 
+def test_segments_too_large_for_the_device_are_streamed(lambda_two_contigs, tmp_path, monkeypatch):
+    """An index whose segments do not fit the device is uploaded a segment at a time for each
+    batch, and maps as one kept on the device."""
+    import marose.lookup as lookup
+
+    reads = simulate(read_fasta(lambda_two_contigs), 60, 80, 3, np.random.default_rng(6))
+    fq = write_reads(tmp_path / "r.fq", reads)
+    idx = tmp_path / "idx"
+    assert index_cli.main([lambda_two_contigs, "-q", "-o", str(idx), "--segment-size", "9000"]) == 0
+    uploads = []
+    upload = lookup.upload
+    monkeypatch.setattr(lookup, "upload", lambda device, segment: uploads.append(segment) or upload(device, segment))
+    outputs = []
+    for fraction in (lookup.RESIDENT_FRACTION, 0.0):
+        monkeypatch.setattr(lookup, "RESIDENT_FRACTION", fraction)
+        uploads.clear()
+        out = tmp_path / f"o{fraction}.sam"
+        assert run_map("-x", idx, fq, "-o", out, "-k", 3, "--batch-size", 25) == 0
+        outputs.append([line for line in open(out) if not line.startswith("@PG")])
+        n_segments = sum(1 for name in os.listdir(idx) if name.endswith(".positions"))
+        assert len(uploads) == (n_segments if fraction else 3 * n_segments)  # 60 reads: 3 batches
+    assert n_segments > 1
+    assert outputs[1] == outputs[0] and len(outputs[0]) > 60
+
+
 def test_sam_is_valid_and_nm_md_agree_with_calmd(lambda_two_contigs, tmp_path):
     rng = np.random.default_rng(5)
     reads = simulate(read_fasta(lambda_two_contigs), 80, 100, 4, rng, with_n=4)
