@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import itertools
 import queue
-import re
 import sys
 import threading
 import zlib
 from dataclasses import dataclass
-from typing import BinaryIO, Generator, Iterator
+from functools import cached_property
+from typing import BinaryIO, Generator, Iterator, Sequence, TypeVar
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from marose import dna
 from marose.errors import MaroseError
@@ -24,19 +25,42 @@ CHUNK_BYTES = 1 << 20
 GZIP_OUT_BYTES = 1 << 20  # the most one decompression call writes
 GZIP_STEP_BYTES = 256 << 10
 _GZIP_MAGIC = b"\x1f\x8b"
-_NAME = re.compile(rb"^[@>](\S*)", re.M)
-_BAD_NAME_BYTE = re.compile(rb"[^!-~\n]")
-_NAME_BYTES = bytes(range(ord("!"), ord("~") + 1)) + b"\n"  # printable ASCII, and the separator
-_WHITESPACE = (b" ", b"\t", b"\r", b"\x0b", b"\x0c")
+_LF, _CR = ord("\n"), ord("\r")
+_WHITESPACE_CODES = np.frombuffer(b" \t\r\x0b\x0c", dtype=np.uint8)  # where a read name ends
 MAX_NAME_LEN = 254  # the longest QNAME that SAM allows
 _QUAL_MIN, _QUAL_MAX = 33, 126
 # dna.encode as a bytes.translate table, which converts several times faster.
 _CODES = dna.encode(bytes(range(256))).tobytes()
+_Text = TypeVar("_Text", bytes, str)
+
+
+def pack_texts(texts: Sequence[bytes] | Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Texts (bytes, or ASCII strings) end to end as uint8, and the offset of each (one more at
+    the end) as uint32."""
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.uint32)
+    joined = "".join(texts).encode("ascii") if texts and isinstance(texts[0], str) else b"".join(texts)
+    return np.frombuffer(joined or b"\0", dtype=np.uint8), offsets
 
 
 @dataclass
+class PackedReads:
+    """A batch's names, sequences and qualities end to end, with offsets: the form the device
+    writes SAM records from."""
+
+    names: np.ndarray  # uint8
+    name_offset: np.ndarray  # uint32, one more than the reads
+    seqs: np.ndarray  # uint8
+    seq_offset: np.ndarray  # uint32, one more than the reads
+    quals: np.ndarray | None  # uint8, at the sequences' offsets; None for FASTA
+
+    def __len__(self) -> int:
+        return len(self.name_offset) - 1
+
+
 class ReadBatch:
-    """A run of consecutive reads from one input.
+    """A run of consecutive reads from one input, built from lists or from PackedReads; each
+    form is made from the other when first asked for.
 
     names: read names up to the first whitespace (a trailing /1 or /2 is kept).
     seqs: upper-cased sequences as given (IUPAC letters kept).
@@ -44,13 +68,27 @@ class ReadBatch:
     first_index: index of the first read of the batch in the whole input.
     """
 
-    names: list[str]
-    seqs: list[bytes]
-    quals: list[bytes] | None
-    first_index: int
+    def __init__(self, names: list[str], seqs: list[bytes], quals: list[bytes] | None,
+                 first_index: int):
+        # Filled in here, the cached properties below never compute them.
+        self.names, self.seqs, self.quals = names, seqs, quals
+        self.first_index = first_index
+        self._count = len(names)
+
+    @classmethod
+    def from_packed(cls, packed: PackedReads, first_index: int) -> ReadBatch:
+        batch = cls.__new__(cls)
+        batch.packed, batch.first_index, batch._count = packed, first_index, len(packed)
+        batch._packed_seqs = packed.seqs, packed.seq_offset
+        return batch
 
     def __len__(self) -> int:
-        return len(self.names)
+        return self._count
+
+    def prepare(self) -> None:
+        """Makes codes() and packed ahead of use, in the thread that reads, so that the mapping
+        thread does not spend its time on them."""
+        _ = self._codes, self.packed
 
     def codes(self, max_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Base codes (n, width) uint8 padded with 4, and lengths (n,) int32.
@@ -58,29 +96,89 @@ class ReadBatch:
         width is max_len when given, else the longest read; reads longer than
         max_len are cut to max_len and their returned length is max_len.
         """
-        lengths = np.fromiter(map(len, self.seqs), dtype=np.int64, count=len(self.seqs))
+        return self._codes if max_len is None else self._codes_of_width(max_len)
+
+    @cached_property
+    def names(self) -> list[str]:
+        reads = self.packed
+        return _unpacked(reads.names.tobytes().decode("ascii"), reads.name_offset)
+
+    @cached_property
+    def seqs(self) -> list[bytes]:
+        return _unpacked(self.packed.seqs.tobytes(), self.packed.seq_offset)
+
+    @cached_property
+    def quals(self) -> list[bytes] | None:
+        reads = self.packed
+        return None if reads.quals is None else _unpacked(reads.quals.tobytes(), reads.seq_offset)
+
+    @cached_property
+    def packed(self) -> PackedReads:
+        names, name_offset = pack_texts(self.names)
+        seqs, seq_offset = self._packed_seqs
+        quals = None if self.quals is None else pack_texts(self.quals)[0]
+        return PackedReads(names, name_offset, seqs, seq_offset, quals)
+
+    @cached_property
+    def _packed_seqs(self) -> tuple[np.ndarray, np.ndarray]:
+        """packed.seqs and packed.seq_offset: all that codes() needs of packed."""
+        return pack_texts(self.seqs)
+
+    @cached_property
+    def _codes(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._codes_of_width(None)
+
+    def _codes_of_width(self, max_len: int | None) -> tuple[np.ndarray, np.ndarray]:
+        seqs, offsets = self._packed_seqs
+        offsets = offsets.astype(np.int64)
+        lengths = np.diff(offsets)
         longest = int(lengths.max(initial=0))
         width = longest if max_len is None else int(max_len)
         clipped = np.minimum(lengths, width)
-        flat = np.frombuffer(bytearray(b"".join(self.seqs).translate(_CODES)), dtype=np.uint8)
+        seqs = bytearray(seqs[:offsets[-1]])
+        flat = np.frombuffer(seqs.translate(_CODES), dtype=np.uint8)
         if longest == width and int(lengths.min(initial=width)) == width:
-            return flat.reshape(len(self.seqs), width), clipped.astype(np.int32)
-        out = np.full((len(self.seqs), width), dna.N_CODE, dtype=np.uint8)
+            return flat.reshape(len(self), width), clipped.astype(np.int32)
+        out = np.full((len(self), width), dna.N_CODE, dtype=np.uint8)
         columns = np.arange(width)
         inside = columns[None, :] < clipped[:, None]
         if longest <= width:
             out[inside] = flat
         else:
-            starts = np.cumsum(lengths) - lengths
-            out[inside] = flat[(starts[:, None] + columns[None, :])[inside]]
+            out[inside] = flat[(offsets[:-1, None] + columns[None, :])[inside]]
         return out, clipped.astype(np.int32)
 
 
-@dataclass
-class _Chunk:
-    names: list[str]
-    seqs: list[bytes]
-    quals: list[bytes] | None
+def _unpacked(block: _Text, offsets: np.ndarray) -> list[_Text]:
+    bounds = offsets.tolist()
+    return [block[start:end] for start, end in zip(bounds, bounds[1:])]
+
+
+def _sliced(reads: PackedReads, start: int, end: int) -> PackedReads:
+    """Reads start..end-1 (views of reads' bytes, offsets from 0)."""
+    name_from, name_to = reads.name_offset[[start, end]]
+    seq_from, seq_to = reads.seq_offset[[start, end]]
+    return PackedReads(reads.names[name_from:name_to], reads.name_offset[start:end + 1] - name_from,
+                       reads.seqs[seq_from:seq_to], reads.seq_offset[start:end + 1] - seq_from,
+                       None if reads.quals is None else reads.quals[seq_from:seq_to])
+
+
+def _joined(parts: list[PackedReads]) -> PackedReads:
+    """The reads of parts, end to end (parts of parsed input: no part holds an empty text)."""
+    if len(parts) == 1:
+        return parts[0]
+    names, name_offset = _joined_texts([p.names for p in parts], [p.name_offset for p in parts])
+    seqs, seq_offset = _joined_texts([p.seqs for p in parts], [p.seq_offset for p in parts])
+    quals = None if parts[0].quals is None else \
+        np.concatenate([p.quals[:p.seq_offset[-1]] for p in parts])
+    return PackedReads(names, name_offset, seqs, seq_offset, quals)
+
+
+def _joined_texts(texts: list[np.ndarray], offsets: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    ends = [int(o[-1]) for o in offsets]
+    shifts = itertools.accumulate(ends[:-1], initial=0)
+    joined_offsets = np.concatenate([[0]] + [o[1:].astype(np.int64) + s for o, s in zip(offsets, shifts)])
+    return np.concatenate([t[:end] for t, end in zip(texts, ends)]), joined_offsets.astype(np.uint32)
 
 
 def read_batches(path: str, batch_size: int) -> Iterator[ReadBatch]:
@@ -93,33 +191,29 @@ def read_batches(path: str, batch_size: int) -> Iterator[ReadBatch]:
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
     label = "stdin" if path == "-" else path
-    names: list[str] = []
-    seqs: list[bytes] = []
-    quals: list[bytes] | None = None
-    emitted = 0
+    pending: list[PackedReads] = []
+    count = emitted = 0
     for chunk in _parse(path, label):
-        names += chunk.names
-        seqs += chunk.seqs
-        if chunk.quals is not None:
-            quals = chunk.quals if quals is None else quals + chunk.quals
+        pending.append(chunk)
+        count += len(chunk)
+        if count < batch_size:
+            continue
+        reads = _joined(pending)
         start = 0
-        while len(names) - start >= batch_size:
-            end = start + batch_size
-            yield ReadBatch(names[start:end], seqs[start:end],
-                            None if quals is None else quals[start:end], emitted)
+        while count - start >= batch_size:
+            yield ReadBatch.from_packed(_sliced(reads, start, start + batch_size), emitted)
             emitted += batch_size
-            start = end
-        if start:
-            names, seqs = names[start:], seqs[start:]
-            quals = None if quals is None else quals[start:]
-    if names:
-        yield ReadBatch(names, seqs, quals, emitted)
+            start += batch_size
+        pending = [_sliced(reads, start, count)] if start < count else []
+        count -= start
+    if pending:
+        yield ReadBatch.from_packed(_joined(pending), emitted)
     elif emitted == 0:
         raise MaroseError(f"no reads in {label}")
 
 
-def _parse(path: str, label: str) -> Iterator[_Chunk]:
-    """Parsed chunks of whole records of the input."""
+def _parse(path: str, label: str) -> Iterator[PackedReads]:
+    """The input's records, checked and packed, a block of whole records at a time."""
     stream = _open(path, label)
     data = _text_chunks(stream, label)
     try:
@@ -272,80 +366,93 @@ def _gunzip(raw: Iterator[bytes], label: str) -> Iterator[bytes]:
         raise MaroseError(f"{label}: truncated gzip data (unexpected end of file)")
 
 
-def _fastq_chunks(first: bytes, data: Iterator[bytes], label: str) -> Iterator[_Chunk]:
+def _fastq_chunks(first: bytes, data: Iterator[bytes], label: str) -> Iterator[PackedReads]:
     carry = b""
     done = 0
     for block in itertools.chain([first], data):  # the first block's records wait for no other
-        carry += block
-        cut = carry.rfind(b"\n") + 1
-        if cut == 0:
-            continue
-        lines = carry[:cut].split(b"\n")
-        lines.pop()
-        usable = len(lines) - len(lines) % 4
-        rest = lines[usable:]
-        if usable:
-            yield _fastq_records(lines[:usable], done, label)
-            done += usable // 4
-        carry = b"\n".join(rest) + b"\n" + carry[cut:] if rest else carry[cut:]
+        text = carry + block
+        buf = np.frombuffer(text, dtype=np.uint8)
+        newlines = np.flatnonzero(buf == _LF)
+        count = _whole_records(text, newlines)
+        if count:
+            cut = int(newlines[4 * count - 1]) + 1
+            yield _fastq_records(buf[:cut], newlines[:4 * count], done, label)
+            done += count
+            text = text[cut:]
+        carry = text
     lines = carry.split(b"\n")
     # Blank lines at the end are dropped, but not an empty last sequence or quality.
     while lines and not lines[-1].strip() and (
             len(lines) % 4 or not any(line.strip() for line in lines[-4:])):
         lines.pop()
-    if len(lines) % 4:
-        got = len(lines) % 4
-        usable = len(lines) - got
-        if usable:
-            _fastq_records(lines[:usable], done, label)
+    got = len(lines) % 4
+    usable = len(lines) - got
+    last = _fastq_lines(lines[:usable], done, label) if usable else None
+    if got:
         raise MaroseError(
             f"{label}: FASTQ record {done + usable // 4 + 1} is truncated "
             f"({got} of 4 lines at the end of the input)")
-    if lines:
-        yield _fastq_records(lines, done, label)
+    if last is not None:
+        yield last
 
 
-def _fastq_records(lines: list[bytes], done: int, label: str) -> _Chunk:
-    """Check and split whole 4-line FASTQ records; done = records before these."""
-    if lines and lines[0].endswith(b"\r"):
-        lines = [line.rstrip(b"\r") for line in lines]
-    heads, seqs, plus, quals = lines[0::4], lines[1::4], lines[2::4], lines[3::4]
-    n = len(heads)
+def _whole_records(text: bytes, newlines: np.ndarray) -> int:
+    """How many 4-line records the text holds whole, less those of blank lines at its end,
+    which may be blank lines at the end of the input."""
+    count = len(newlines) // 4
+    while count and not text[_line_start(newlines, 4 * count - 4):newlines[4 * count - 1]].strip():
+        count -= 1
+    return count
+
+
+def _line_start(newlines: np.ndarray, line: int) -> int:
+    return int(newlines[line - 1]) + 1 if line else 0
+
+
+def _fastq_lines(lines: list[bytes], done: int, label: str) -> PackedReads:
+    buf = np.frombuffer(b"\n".join(lines) + b"\n", dtype=np.uint8)
+    return _fastq_records(buf, np.flatnonzero(buf == _LF), done, label)
+
+
+def _fastq_records(buf: np.ndarray, newlines: np.ndarray, done: int, label: str) -> PackedReads:
+    """Check and pack whole 4-line FASTQ records: buf ends with the last one's newline, newlines
+    are its positions; done = records before these."""
+    starts, ends = _line_bounds(buf, newlines)
+    head_starts, seq_starts, plus_starts, qual_starts = (starts[k::4] for k in range(4))
+    seq_lengths = ends[1::4] - seq_starts
+    qual_lengths = ends[3::4] - qual_starts
 
     def fail(i: int, line: int, what: str) -> MaroseError:
         return MaroseError(f"{label}: FASTQ record {done + i + 1} "
                            f"(line {4 * (done + i) + line}): {what}")
 
-    head_block = b"\n".join(heads)
-    if head_block[:1] != b"@" or head_block.count(b"\n@") != n - 1:
-        i = next(i for i, h in enumerate(heads) if h[:1] != b"@")
-        raise fail(i, 1, f"expected a header line starting with '@', got {heads[i][:40]!r}")
-    if b"\n".join(plus).count(b"\n+") != n - 1 or plus[0][:1] != b"+":
-        i = next(i for i, p in enumerate(plus) if p[:1] != b"+")
-        raise fail(i, 3, f"expected a '+' line, got {plus[i][:40]!r}"
+    def line_text(line: int) -> bytes:
+        return buf[starts[line]:ends[line]][:40].tobytes()
+
+    # An empty line's start is its newline, so it fails the first-byte tests too.
+    if (bad := buf[head_starts] != ord("@")).any():
+        i = _first(bad)
+        raise fail(i, 1, f"expected a header line starting with '@', got {line_text(4 * i)!r}")
+    if (bad := buf[plus_starts] != ord("+")).any():
+        i = _first(bad)
+        raise fail(i, 3, f"expected a '+' line, got {line_text(4 * i + 2)!r}"
                    " (multi-line FASTQ is not supported)")
-    seq_lens = list(map(len, seqs))
-    if seq_lens != list(map(len, quals)):
-        i = next(i for i in range(n) if len(seqs[i]) != len(quals[i]))
-        raise fail(i, 4, f"quality length {len(quals[i])} differs from "
-                   f"sequence length {len(seqs[i])}")
-    if min(seq_lens) == 0:
-        raise fail(seq_lens.index(0), 2, "empty sequence")
-    seq_block = b"".join(seqs)
-    if not seq_block.isalpha():
-        i = next(i for i, s in enumerate(seqs) if not s.isalpha())
-        raise fail(i, 2, f"sequence holds a byte that is not a letter: {_first_bad(seqs[i])}")
-    qual_codes = np.frombuffer(b"".join(quals), dtype=np.uint8)
-    if qual_codes.min() < _QUAL_MIN or qual_codes.max() > _QUAL_MAX:
-        i = next(i for i, q in enumerate(quals)
-                 if min(q) < _QUAL_MIN or max(q) > _QUAL_MAX)
-        raise fail(i, 4, "quality holds a byte outside '!'..'~'")
-    if not seq_block.isupper():
-        seqs = [s.upper() for s in seqs]
-    return _Chunk(_names(head_block, n, done, label), seqs, quals)
+    if (bad := seq_lengths != qual_lengths).any():
+        i = _first(bad)
+        raise fail(i, 4, f"quality length {qual_lengths[i]} differs from "
+                   f"sequence length {seq_lengths[i]}")
+    if not seq_lengths.all():
+        raise fail(_first(seq_lengths == 0), 2, "empty sequence")
+    seqs, seq_offset = _gather(buf, seq_starts, seq_lengths)
+    seqs = _upper_letters(seqs, seq_offset, lambda i, what: fail(i, 2, what))
+    quals, _ = _gather(buf, qual_starts, seq_lengths)
+    if (bad := quals - _QUAL_MIN > _QUAL_MAX - _QUAL_MIN).any():  # uint8: below '!' wraps round
+        raise fail(_record_at(seq_offset, _first(bad)), 4, "quality holds a byte outside '!'..'~'")
+    names, name_offset = _names(buf, head_starts, ends[0::4], done, label)
+    return PackedReads(names, name_offset, seqs, seq_offset.astype(np.uint32), quals)
 
 
-def _fasta_chunks(first: bytes, data: Iterator[bytes], label: str) -> Iterator[_Chunk]:
+def _fasta_chunks(first: bytes, data: Iterator[bytes], label: str) -> Iterator[PackedReads]:
     pieces = [first]
     done = 0
     for block in data:
@@ -361,7 +468,7 @@ def _fasta_chunks(first: bytes, data: Iterator[bytes], label: str) -> Iterator[_
             continue
         pieces.append(block[:cut])
         chunk = _fasta_records(b"".join(pieces), done, label)
-        done += len(chunk.names)
+        done += len(chunk)
         yield chunk
         pieces = [block[cut:]]
     text = b"".join(pieces)
@@ -369,59 +476,101 @@ def _fasta_chunks(first: bytes, data: Iterator[bytes], label: str) -> Iterator[_
         yield _fasta_records(text, done, label)
 
 
-def _fasta_records(text: bytes, done: int, label: str) -> _Chunk:
-    """Split whole FASTA records (text starts with '>'); done = records before."""
-    if b"\r" in text:
-        text = text.replace(b"\r\n", b"\n")
-    records = text[1:].split(b"\n>")
-    parts = [r.partition(b"\n") for r in records]
-    seqs = [p[2].replace(b"\n", b"") for p in parts]
-    n = len(seqs)
+def _fasta_records(text: bytes, done: int, label: str) -> PackedReads:
+    """Check and pack whole FASTA records (text starts with '>'); done = records before."""
+    buf = np.frombuffer(text if text.endswith(b"\n") else text + b"\n", dtype=np.uint8)
+    starts, ends = _line_bounds(buf, np.flatnonzero(buf == _LF))
+    is_head = buf[starts] == ord(">")
+    heads = np.flatnonzero(is_head)
+    seqs, line_offset = _gather(buf, starts[~is_head], (ends - starts)[~is_head])
+    # The sequence of record i begins at its first line that is not a header.
+    seq_offset = line_offset[np.append(heads - np.arange(len(heads)), len(line_offset) - 1)]
 
     def fail(i: int, what: str) -> MaroseError:
-        head = parts[i][0][:40].decode("ascii", "replace")
+        head = buf[starts[heads[i]] + 1:ends[heads[i]]][:40].tobytes().decode("ascii", "replace")
         return MaroseError(f"{label}: FASTA record {done + i + 1} (>{head}): {what}")
 
-    seq_lens = list(map(len, seqs))
-    if min(seq_lens) == 0:
-        raise fail(seq_lens.index(0), "empty sequence")
-    seq_block = b"".join(seqs)
-    if not seq_block.isalpha():
-        i = next(i for i, s in enumerate(seqs) if not s.isalpha())
-        raise fail(i, f"sequence holds a byte that is not a letter: {_first_bad(seqs[i])}")
-    if not seq_block.isupper():
-        seqs = [s.upper() for s in seqs]
-    head_block = b">" + b"\n>".join([p[0] for p in parts])
-    return _Chunk(_names(head_block, n, done, label), seqs, None)
+    seq_lengths = np.diff(seq_offset)
+    if not seq_lengths.all():
+        raise fail(_first(seq_lengths == 0), "empty sequence")
+    seqs = _upper_letters(seqs, seq_offset, fail)
+    names, name_offset = _names(buf, starts[heads], ends[heads], done, label)
+    return PackedReads(names, name_offset, seqs, seq_offset.astype(np.uint32), None)
 
 
-def _names(head_block: bytes, n: int, done: int, label: str) -> list[str]:
-    """Read names (up to the first whitespace) from newline-joined header lines."""
-    if any(space in head_block for space in _WHITESPACE):
-        joined = b"\n".join(_NAME.findall(head_block))
+def _line_bounds(buf: np.ndarray, newlines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end (before '\\r\\n' or '\\n') of each line; buf ends with a newline."""
+    starts = np.empty_like(newlines)
+    starts[:1] = 0
+    starts[1:] = newlines[:-1] + 1
+    # newlines - 1 is -1 only for an empty first line, and buf[-1] is then '\n', not '\r'.
+    return starts, newlines - (buf[newlines - 1] == _CR)
+
+
+def _gather(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """buf[starts[i]:starts[i] + lengths[i]] end to end, and their offsets (n + 1 of them)."""
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if offsets[-1] == 0:
+        return buf[:0], offsets
+    if lengths.min() == lengths.max():  # one length: rows of a view of buf's windows of it
+        return sliding_window_view(buf, int(lengths[0]))[starts].ravel(), offsets
+    return buf[_stepped_index(starts, lengths, offsets)], offsets
+
+
+def _stepped_index(starts: np.ndarray, lengths: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The index of _gather's bytes in buf: steps of 1 within a text and a jump to the start of
+    the next, summed."""
+    kept = lengths > 0
+    starts, ends, firsts = starts[kept], starts[kept] + lengths[kept], offsets[:-1][kept]
+    step = np.ones(offsets[-1], dtype=np.int64)
+    step[0] = starts[0]
+    step[firsts[1:]] = starts[1:] - ends[:-1] + 1
+    return np.cumsum(step)
+
+
+def _upper_letters(seqs: np.ndarray, offsets: np.ndarray, fail) -> np.ndarray:
+    """seqs upper-cased, after checking that they hold only ASCII letters."""
+    upper = seqs & 0xDF  # clears the bit that makes an ASCII letter lower-case
+    if (bad := upper - ord("A") > ord("Z") - ord("A")).any():  # uint8: below 'A' wraps round
+        pos = _first(bad)
+        i = _record_at(offsets, pos)
+        raise fail(i, f"sequence holds a byte that is not a letter: "
+                      f"{bytes([seqs[pos]])!r} at position {pos - offsets[i] + 1}")
+    return upper
+
+
+def _names(buf: np.ndarray, head_starts: np.ndarray, head_ends: np.ndarray, done: int,
+           label: str) -> tuple[np.ndarray, np.ndarray]:
+    """The checked, packed read names of header lines: after '@' or '>', up to the first
+    whitespace."""
+    heads, head_offset = _gather(buf, head_starts + 1, head_ends - head_starts - 1)
+    # Bytes up to ' ' are whitespace or bytes that the check below rejects anyway.
+    low = np.flatnonzero(heads <= ord(" "))
+    spaces = low[np.isin(heads[low], _WHITESPACE_CODES)]
+    if len(spaces):
+        next_space = np.append(spaces, len(heads))[np.searchsorted(spaces, head_offset[:-1])]
+        lengths = np.minimum(next_space, head_offset[1:]) - head_offset[:-1]
+        names, offsets = _gather(heads, head_offset[:-1], lengths)
     else:  # whole header lines are the names
-        joined = head_block[1:].replace(b"\n" + head_block[:1], b"\n")
-    if joined.translate(None, _NAME_BYTES):
-        bad = _BAD_NAME_BYTE.search(joined)
-        i = joined.count(b"\n", 0, bad.start())
-        raise MaroseError(f"{label}: record {done + i + 1}: read name holds "
-                          f"{bad.group()!r}, which is not printable ASCII")
-    names = joined.decode("ascii").split("\n")
-    if len(names) != n:
-        raise AssertionError("one name per header line")
-    if "" in names:
-        raise MaroseError(f"{label}: record {done + names.index('') + 1}: empty read name")
-    lengths = list(map(len, names))
-    if max(lengths) > MAX_NAME_LEN:
-        i = next(i for i, k in enumerate(lengths) if k > MAX_NAME_LEN)
-        raise MaroseError(f"{label}: record {done + i + 1}: read name longer than "
+        names, offsets = heads, head_offset
+    if (bad := names - ord("!") > ord("~") - ord("!")).any():  # uint8: below '!' wraps round
+        pos = _first(bad)
+        raise MaroseError(f"{label}: record {done + _record_at(offsets, pos) + 1}: read name holds "
+                          f"{bytes([names[pos]])!r}, which is not printable ASCII")
+    lengths = np.diff(offsets)
+    if not lengths.all():
+        raise MaroseError(f"{label}: record {done + _first(lengths == 0) + 1}: empty read name")
+    if (too_long := lengths > MAX_NAME_LEN).any():
+        raise MaroseError(f"{label}: record {done + _first(too_long) + 1}: read name longer than "
                           f"{MAX_NAME_LEN} characters, the most SAM allows")
-    return names
+    return names, offsets.astype(np.uint32)
 
 
-def _first_bad(seq: bytes) -> str:
-    for pos, byte in enumerate(seq):
-        if not (65 <= byte <= 90 or 97 <= byte <= 122):
-            return f"{bytes([byte])!r} at position {pos + 1}"
-    return "?"
+def _first(mask: np.ndarray) -> int:
+    return int(np.argmax(mask))
 
+
+def _record_at(offsets: np.ndarray, pos: int) -> int:
+    """The text that holds byte pos of texts end to end at these offsets."""
+    return int(np.searchsorted(offsets, pos, side="right")) - 1

@@ -10,20 +10,12 @@ import numpy as np
 from . import sam
 from .device import Device, groups
 from .extend import DeviceHits
-from .reads import ReadBatch
+from .reads import ReadBatch, pack_texts
 from .regions import region_offsets
 from .sam import COMPLEMENT, read_group_tag
 
 PROGRAM = ("search.cl", "sam_text.cl", "sam_records.cl")
 MAPQ = ("MAPQ_UNIQUE", "MAPQ_MAX_AMBIGUOUS", "MAPQ_PER_EDIT", "MAPQ_SECONDARY")  # the kernel's defines
-
-
-def _packed(texts: Sequence[bytes] | Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Texts (bytes, or ASCII strings) end to end and the offset of each (one more at the end)."""
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.uint32)
-    joined = "".join(texts).encode("ascii") if texts and isinstance(texts[0], str) else b"".join(texts)
-    return np.frombuffer(joined or b"\0", dtype=np.uint8), offsets
 
 
 class DeviceSamFormatter:
@@ -37,7 +29,7 @@ class DeviceSamFormatter:
         self.device = device
         self.genome = genome_buffer
         self.max_hits = max_hits
-        names, offsets = _packed(list(contig_names))
+        names, offsets = pack_texts(list(contig_names))
         self.contigs = (device.to_device(names), device.to_device(offsets))
         self.complement = device.to_device(np.frombuffer(COMPLEMENT, dtype=np.uint8))
         tail = read_group_tag(read_group_id)
@@ -54,12 +46,11 @@ class DeviceSamFormatter:
         if counts.size != n or np.any(np.asarray(n_loci) < counts):
             raise ValueError("n_loci must hold, per read, at least the number of its hits")
         record_base = region_offsets(np.where(counts > 0, np.minimum(counts, self.max_hits), 1))
-        names, name_offset = _packed(batch.names)
-        seqs, seq_offset = _packed(batch.seqs)
-        quals = _packed(batch.quals)[0] if batch.quals is not None else np.zeros(1, np.uint8)
+        reads = batch.packed
+        quals = reads.quals if reads.quals is not None else np.zeros(1, np.uint8)
         arguments = [d.to_device(record_base), d.to_device(loci.first), d.to_device(np.asarray(n_loci, np.uint32)),
-                     d.to_device(names), d.to_device(name_offset), d.to_device(seqs), d.to_device(seq_offset),
-                     d.to_device(quals), np.uint32(batch.quals is not None), loci.row, loci.dist, hits.contig,
+                     *map(d.to_device, (reads.names, reads.name_offset, reads.seqs, reads.seq_offset, quals)),
+                     np.uint32(reads.quals is not None), loci.row, loci.dist, hits.contig,
                      hits.contig_start, traced.ops, traced.count, np.uint32(traced.width), traced.start, self.genome,
                      *self.contigs, self.complement, *self.tail]
         n_records = int(record_base[-1])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -200,6 +201,19 @@ def test_codes_pad_with_n_and_cut_at_max_len() -> None:
     assert same.tolist() == [[0, 1, 2], [3, 4, 0]] and same_lengths.tolist() == [3, 3]
 
 
+def test_packed_reads_lie_end_to_end_with_offsets() -> None:
+    batch = ReadBatch(["r1", "read/2"], [b"ACGTN", b"GRT"], [b"IIIII", b"#$%"], 0)
+    batch.prepare()
+    p = batch.packed
+    assert p.names.tobytes() == b"r1read/2" and p.name_offset.tolist() == [0, 2, 8]
+    assert p.seqs.tobytes() == b"ACGTNGRT" and p.seq_offset.tolist() == [0, 5, 8]
+    assert p.quals.tobytes() == b"IIIII#$%"
+    assert p.name_offset.dtype == p.seq_offset.dtype == np.uint32
+    assert batch.codes()[0].tolist() == [[0, 1, 2, 3, 4], [2, 4, 3, 4, 4]]
+    fasta = ReadBatch(["x"], [b"AC"], None, 0).packed
+    assert fasta.quals is None and fasta.seqs.tobytes() == b"AC"
+
+
 def expect_error(path: str, *words: str) -> None:
     with pytest.raises(MaroseError) as caught:
         read_all(path)
@@ -261,3 +275,107 @@ def test_stopping_early_ends_the_gunzip_thread(tmp_path: Path,
     assert next(batches).names == names[:10]
     batches.close()
     assert not any(t.name == "marose-gunzip" for t in threading.enumerate())
+
+
+def test_batch_from_packed_arrays_reads_like_one_from_lists() -> None:
+    names, seqs, quals = ["r1/1", "read_2", "x"], [b"ACGTN", b"GRTTACCA", b"T"], [b"IIIII", b"#$%&'()*", b"~"]
+    packed = reads.PackedReads(np.frombuffer(b"r1/1read_2x", np.uint8), np.array([0, 4, 10, 11], np.uint32),
+                               np.frombuffer(b"ACGTNGRTTACCAT", np.uint8), np.array([0, 5, 13, 14], np.uint32),
+                               np.frombuffer(b"IIIII#$%&'()*~", np.uint8))
+    from_lists = ReadBatch(names, seqs, quals, 7)
+    from_packed = ReadBatch.from_packed(packed, 7)
+    assert len(from_packed) == 3 and from_packed.first_index == 7
+    assert (from_packed.names, from_packed.seqs, from_packed.quals) == (names, seqs, quals)
+    assert from_packed.packed is packed
+    for max_len in (None, 3, 8, 10):
+        codes, lengths = from_packed.codes(max_len)
+        want_codes, want_lengths = from_lists.codes(max_len)
+        assert codes.tolist() == want_codes.tolist() and lengths.tolist() == want_lengths.tolist()
+    assert from_packed.codes()[0][2].tolist() == [3, 4, 4, 4, 4, 4, 4, 4]
+    lists_packed = from_lists.packed
+    for field in ("names", "name_offset", "seqs", "seq_offset", "quals"):
+        assert getattr(lists_packed, field).tolist() == getattr(packed, field).tolist(), field
+    fasta = ReadBatch.from_packed(reads.PackedReads(packed.names, packed.name_offset, packed.seqs,
+                                                    packed.seq_offset, None), 0)
+    assert fasta.quals is None and fasta.seqs == seqs
+
+
+def reference_fastq(data: bytes) -> tuple[list[str], list[bytes], list[bytes]]:
+    """FASTQ read the plain way, line by line."""
+    lines = data.decode("ascii").split("\n")[:-1]
+    heads, seqs, quals = lines[0::4], lines[1::4], lines[3::4]
+    names = [re.split(r"[ \t\r\v\f]", head[1:])[0] for head in heads]
+    return names, [s.upper().encode() for s in seqs], [q.encode() for q in quals]
+
+
+def varied_fastq(n: int, seed: int) -> bytes:
+    rng = np.random.default_rng(seed)
+    comments = [b"", b" c", b"\tBC:Z:ACGT x", b"\x0bv", b"\x0cf", b"   spaced  out"]
+    parts = []
+    for i in range(n):
+        length = int(rng.integers(1, 120))
+        seq = np.frombuffer(b"ACGTNacgtnRYkm", np.uint8)[rng.integers(0, 14, length)].tobytes()
+        qual = rng.integers(33, 127, length).astype(np.uint8).tobytes()
+        name = b"r%d%s" % (i, b"/1" if i % 3 else b"")
+        parts.append(b"@%s%s\n%s\n+%s\n%s\n" % (name, comments[i % len(comments)], seq,
+                                               name if i % 4 == 0 else b"", qual))
+    return b"".join(parts)
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 50, 333, 1 << 20])
+def test_varied_fastq_gives_the_reads_of_a_plain_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        chunk: int) -> None:
+    data = varied_fastq(300, seed=chunk)
+    names, seqs, quals = reference_fastq(data)
+    assert any(s != s.upper() for s in data.split(b"\n")[1::4]) and "r1/1" in names
+    monkeypatch.setattr(reads, "CHUNK_BYTES", chunk)
+    for path in (write(tmp_path / "r.fq", data), write(tmp_path / "crlf.fq", data.replace(b"\n", b"\r\n"))):
+        batches = list(read_batches(path, 37))
+        assert [len(b) for b in batches] == [37] * 8 + [4]
+        for b in batches:
+            k = b.first_index
+            assert (b.names, b.seqs, b.quals) == (names[k:k + 37], seqs[k:k + 37], quals[k:k + 37])
+            p = b.packed
+            assert p.names.tobytes() == "".join(names[k:k + 37]).encode()
+            assert p.seqs.tobytes() == b"".join(seqs[k:k + 37])
+            assert p.quals.tobytes() == b"".join(quals[k:k + 37])
+            assert p.seq_offset.tolist() == np.cumsum([0] + [len(s) for s in seqs[k:k + 37]]).tolist()
+            assert p.name_offset.tolist() == np.cumsum([0] + [len(s) for s in names[k:k + 37]]).tolist()
+            assert p.seq_offset.dtype == p.name_offset.dtype == np.uint32
+            assert b.codes(60)[0].tolist() == ReadBatch(b.names, b.seqs, b.quals, k).codes(60)[0].tolist()
+
+
+@pytest.mark.parametrize("change, message", [
+    ((b"GATTRYKM", b"GATtR-KM"), "FASTQ record 53 (line 210): sequence holds a byte that is not a letter: "
+                                 "b'-' at position 6"),
+    ((b"!!~~ABCD", b"!!~~A BD"), "FASTQ record 53 (line 212): quality holds a byte outside '!'..'~'"),
+    ((b"!!~~ABCD", b"!!~~ABCDE"), "FASTQ record 53 (line 212): quality length 9 differs from sequence length 8"),
+    ((b"@r2/2\t", b"@r\x7f2\t"), "record 53: read name holds b'\\x7f', which is not printable ASCII"),
+    ((b"@r2/2\t", b"@\t"), "record 53: empty read name"),
+])
+def test_error_messages_name_the_record_across_small_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           change: tuple[bytes, bytes], message: str) -> None:
+    data = FASTQ * 17 + FASTQ.replace(*change)  # the second record of the 18th copy: record 53
+    path = write(tmp_path / "bad.fq", data)
+    monkeypatch.setattr(reads, "CHUNK_BYTES", 100)
+    with pytest.raises(MaroseError) as caught:
+        read_all(path)
+    assert str(caught.value) == f"{path}: {message}"
+
+
+def test_lower_case_multiline_fasta_across_small_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = b"".join(b">s%d desc\r\nacgt\r\nNNrY%s\r\n" % (i, b"g" * (i % 7)) for i in range(40))
+    path = write(tmp_path / "r.fa", data)
+    monkeypatch.setattr(reads, "CHUNK_BYTES", 9)
+    batches = list(read_batches(path, 16))
+    assert [len(b) for b in batches] == [16, 16, 8]
+    assert batches[2].names == [f"s{i}" for i in range(32, 40)]
+    assert batches[2].seqs == [b"ACGTNNRY" + b"G" * (i % 7) for i in range(32, 40)]
+    assert batches[2].quals is None and batches[2].packed.quals is None
+
+
+@pytest.mark.parametrize("chunk", [7, 1 << 20])
+def test_blank_lines_at_the_end_are_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    monkeypatch.setattr(reads, "CHUNK_BYTES", chunk)
+    for tail in (b"\n", b"\n" * 6, b"\r\n  \n\n\n\n\t\n"):
+        assert read_all(write(tmp_path / "r.fq", FASTQ + tail)) == FASTQ_READS, tail
