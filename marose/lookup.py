@@ -46,19 +46,24 @@ class DeviceIndex:
         self.index = index
         self.device = device
         reference = index.reference
-        self.genome = upload_genome(device, reference)
+        tables = [[np.asarray(getattr(s, name)) for name in TABLES] for s in index.segments]
+        self.resident = sum(a.nbytes for t in tables for a in t) <= RESIDENT_FRACTION * device.device.global_mem_size
+        # one upload, its staging buffers shared, of the packed genome and the resident tables
+        packed, *resident = device.upload([reference.packed, *(a for t in tables if self.resident for a in t)])
+        self.genome = unpack_genome(device, reference, packed)
         self.contig_start = device.to_device(reference.offsets.astype(np.uint32))
-        tables = sum(np.asarray(getattr(s, name)).nbytes for s in index.segments for name in TABLES)
-        self.resident = tables <= RESIDENT_FRACTION * device.device.global_mem_size
-        self._segments = [upload(device, s) for s in index.segments] if self.resident else None
+        self._segments = [DeviceSegment(s, *resident[i * len(TABLES):(i + 1) * len(TABLES)])
+                          for i, s in enumerate(index.segments)] if self.resident else None
+        device.finish()  # for other queues of the device (Device.lane) to read
 
-    def segments(self):
-        """The segments on the device: kept resident, or uploaded one at a time."""
+    def segments(self, lane: Device | None = None):
+        """The segments on the device: kept resident, or uploaded one at a time (through the
+        given lane of the device, or its first)."""
         if self.resident:
             yield from self._segments
         else:
             for segment in self.index.segments:
-                yield upload(self.device, segment)
+                yield upload(lane or self.device, segment)
 
 
 def upload(device: Device, segment: Segment) -> DeviceSegment:
@@ -68,9 +73,13 @@ def upload(device: Device, segment: Segment) -> DeviceSegment:
 def upload_genome(device: Device, reference: Reference):
     """A buffer of the reference's base codes, unpacked on the device from its packed bases
     and N runs (a quarter of the bytes to copy, and no unpacking on the host)."""
+    return unpack_genome(device, reference, *device.upload([reference.packed]))
+
+
+def unpack_genome(device: Device, reference: Reference, packed):
+    """A buffer of the reference's base codes from its packed bases, already on the device."""
     length = reference.total_length
     codes = device.empty(length)
-    packed, = device.upload([reference.packed])
     device.launch(device.kernel(GENOME, "unpack_genome"), groups(-(-length // 4)), None, packed,
                   np.uint32(length), codes)
     runs = np.ascontiguousarray(reference.runs, dtype=np.int64)
