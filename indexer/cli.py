@@ -14,7 +14,10 @@ from . import store
 from . import bdz
 from .build import IndexParams, build_segment, segment_bounds
 
-DEFAULT_SEGMENT_SIZE = 1 << 26
+# Bases per segment: the filter looks every read up in each segment, so fewer, larger segments
+# map faster. 2^27 holds a 121 Mbp reference in one segment (1.3 GB of tables; the build's
+# peak memory 5.1 GB, against 3.6 GB for two segments of 2^26).
+DEFAULT_SEGMENT_SIZE = 1 << 27
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -6,7 +6,6 @@ import argparse
 import glob
 import itertools
 import os
-import queue
 import shlex
 import sys
 import time
@@ -16,9 +15,6 @@ from . import __version__, pipeline
 from .errors import MaroseError, run_command
 
 DEFAULT_BATCH = 100_000
-# batches mapped at once on a device with memory of its own: each in a thread of its own, on a
-# queue of its own, so that one batch's host work overlaps another's device work
-GPU_LANES = 2
 DEFAULT_MAX_HITS = 100
 PROGRESS_SECONDS = 10.0
 
@@ -110,7 +106,8 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
         os.environ.setdefault("POCL_MAX_PTHREAD_COUNT", str(args.threads))
     path = find_index(args.index)
     batches = read_batches(args.reads, args.batch_size)
-    # the index loads and the first batch is read while the device opens
+    # the index loads and the first batch is read while the device opens in this thread (which
+    # makes every OpenCL call)
     loading, reading = _in_background(store.load, path, False), _in_background(next, batches)
     device = Device(args.device, profile=bool(args.stats))
     index = loading.result()
@@ -132,26 +129,18 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     stats = mapper.stats
     progress = {"last": started}
 
-    n_lanes = lane_count(device)
-    free = queue.SimpleQueue()  # the lanes (mapper and SAM formatter) not mapping a batch now
-    for lane in [mapper, *(mapper.lane(device.lane()) for _ in range(n_lanes - 1))]:
-        free.put((lane, None if args.xa else
-                  DeviceSamFormatter(lane.device, mapper.genome, ref.names, args.max_hits, rg_id)))
+    formatter = None if args.xa else DeviceSamFormatter(device, mapper.genome, ref.names, args.max_hits, rg_id)
 
     def work(batch):
-        """The batch's hits, or without --xa its SAM records, formatted on the device."""
-        lane, formatter = free.get()
-        try:
-            hits, n_loci = lane.map_batch(batch)
-            if formatter is None:
-                return hits, n_loci
-            with stats.timing("format"):
-                return formatter.format(batch, hits, n_loci)
-        finally:
-            free.put((lane, formatter))
+        """The batch's hits, or with the formatter its SAM records, formatted on the device."""
+        hits, n_loci = mapper.map_batch(batch)
+        if formatter is None:
+            return hits, n_loci
+        with stats.timing("format"):
+            return formatter.format(batch, hits, n_loci)
 
     def write(batch, mapped) -> None:
-        if args.xa:
+        if formatter is None:
             with stats.timing("format"):
                 mapped = format_batch(batch, *mapped, ref.names, args.max_hits, args.xa, rg_id)
         with stats.timing("write"):
@@ -164,7 +153,7 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
         checked.result()
     with SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1) as out:
         try:
-            pipeline.run(_timed(itertools.chain([first], batches), stats), work, write, workers=n_lanes)
+            pipeline.run(_timed(itertools.chain([first], batches), stats), work, write)
         finally:
             checked.result()  # a corrupted index is the error to report, whatever else failed
         with stats.timing("write"):
@@ -177,13 +166,6 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
-
-
-def lane_count(device) -> int:
-    """Batches mapped at once: GPU_LANES, or one on a device that shares the host's memory (a
-    CPU, whose cores one batch already keeps busy) and on Oclgrind (whose runtime is not safe
-    for threads: with two lanes it mapped wrongly or crashed)."""
-    return 1 if device.device.host_unified_memory or device.simulated else GPU_LANES
 
 
 def _load_opencl_drivers() -> None:

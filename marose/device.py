@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
@@ -94,19 +93,11 @@ class Device:
         self.cl = cl
         self.device = choose_device(spec)
         self.context = cl.Context([self.device])
+        properties = cl.command_queue_properties.PROFILING_ENABLE if profile else 0
+        self.queue = cl.CommandQueue(self.context, properties=properties)
         self.profile = profile
         self.kernel_seconds: dict[str, float] = {}
         self._events: list = []
-        self.simulated = "oclgrind" in self.device.platform.name.lower()  # Oclgrind, which checks kernels
-        self._programs: dict = {}
-        self._building = threading.Lock()
-        self._open_queue()
-
-    def _open_queue(self) -> None:
-        """A queue of this device's own, with its kernels and scratch buffers."""
-        cl = self.cl
-        properties = cl.command_queue_properties.PROFILING_ENABLE if self.profile else 0
-        self.queue = cl.CommandQueue(self.context, properties=properties)
         # The arguments of the commands queued since the last blocking read, and the events of
         # queued copies (which hold their host arrays). Releasing a buffer
         # that a queued command uses makes NVIDIA's driver wait for that command, which would
@@ -115,7 +106,8 @@ class Device:
         # loses track of buffers written by kernels when others are released, so there every
         # buffer a command used is kept until the device is gone.
         self._in_use: list = []
-        # a kernel object holds its arguments, so each queue (and thread) has its own
+        self._keep_all = "oclgrind" in self.device.platform.name.lower()
+        self._programs: dict = {}
         self._kernels: dict = {}
         # Scratch buffers come from a pool: a batch's buffers are taken again by the next batch
         # instead of being freed (on a GPU, freeing waits for the device) and allocated anew.
@@ -123,37 +115,20 @@ class Device:
 
         self._pool = pyopencl.tools.MemoryPool(pyopencl.tools.ImmediateAllocator(self.queue))
 
-    def lane(self) -> "Device":
-        """The same device and context with another queue, for another thread: programs,
-        profile and buffers are shared, kernels and scratch buffers are the lane's own. Buffers
-        that one queue writes are for the others to read only once that queue has finished."""
-        other = object.__new__(Device)
-        other.__dict__.update(self.__dict__)
-        other._open_queue()
-        return other
-
-    def finish(self) -> None:
-        """Waits for every command queued so far."""
-        self.queue.finish()
-
     def __repr__(self) -> str:
         return f"Device({describe(self.device)})"
 
     def program(self, files: tuple[str, ...], defines: dict | None = None):
         key = (files, tuple(sorted((defines or {}).items())))
-        with self._building:
-            if key not in self._programs:
-                self._programs[key] = self._build(files, defines)
+        if key not in self._programs:
+            source = "\n".join(_source(name) for name in files)
+            options = ["-cl-std=CL1.2"] + [f"-D{name}={value}" for name, value in sorted((defines or {}).items())]
+            try:
+                self._programs[key] = self.cl.Program(self.context, source).build(options=options)
+            except self.cl.Error as exc:
+                raise MaroseError(f"OpenCL build of {', '.join(files)} failed on "
+                                  f"{self.device.name.strip()}: {exc}") from None
         return self._programs[key]
-
-    def _build(self, files: tuple[str, ...], defines: dict | None):
-        source = "\n".join(_source(name) for name in files)
-        options = ["-cl-std=CL1.2"] + [f"-D{name}={value}" for name, value in sorted((defines or {}).items())]
-        try:
-            return self.cl.Program(self.context, source).build(options=options)
-        except self.cl.Error as exc:
-            raise MaroseError(f"OpenCL build of {', '.join(files)} failed on "
-                              f"{self.device.name.strip()}: {exc}") from None
 
     def kernel(self, files: tuple[str, ...], name: str, defines: dict | None = None):
         """A kernel of a cached program (retrieved once, then reused)."""
@@ -281,7 +256,7 @@ class Device:
         out = np.empty(count, dtype=dtype)
         if count:
             self.cl.enqueue_copy(self.queue, out, buffer)
-            if not self.simulated:  # the queue is empty: releasing waits for nothing
+            if not self._keep_all:  # the queue is empty: releasing waits for nothing
                 self._in_use.clear()
         return out
 

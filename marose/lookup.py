@@ -54,16 +54,14 @@ class DeviceIndex:
         self.contig_start = device.to_device(reference.offsets.astype(np.uint32))
         self._segments = [DeviceSegment(s, *resident[i * len(TABLES):(i + 1) * len(TABLES)])
                           for i, s in enumerate(index.segments)] if self.resident else None
-        device.finish()  # for other queues of the device (Device.lane) to read
 
-    def segments(self, lane: Device | None = None):
-        """The segments on the device: kept resident, or uploaded one at a time (through the
-        given lane of the device, or its first)."""
+    def segments(self):
+        """The segments on the device: kept resident, or uploaded one at a time."""
         if self.resident:
             yield from self._segments
         else:
             for segment in self.index.segments:
-                yield upload(lane or self.device, segment)
+                yield upload(self.device, segment)
 
 
 def upload(device: Device, segment: Segment) -> DeviceSegment:

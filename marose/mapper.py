@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -42,25 +41,15 @@ class Stats:
     # CPU seconds of the thread running each stage: what seconds holds beyond them was spent
     # waiting, for the device or for the interpreter lock
     cpu_seconds: dict = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
-    # the stages run in several threads (and lanes map batches at once), each adding its own
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    def add(self, **counts: int) -> None:
-        with self._lock:
-            for name, count in counts.items():
-                setattr(self, name, getattr(self, name) + count)
 
     @contextmanager
     def timing(self, stage: str):
-        """Adds the seconds of the block to the stage's (summed over threads: with several lanes
-        a stage's seconds may add up to more than the run's)."""
         started, cpu_started = time.perf_counter(), time.thread_time()
         try:
             yield
         finally:
-            with self._lock:
-                self.seconds[stage] += time.perf_counter() - started
-                self.cpu_seconds[stage] += time.thread_time() - cpu_started
+            self.seconds[stage] += time.perf_counter() - started
+            self.cpu_seconds[stage] += time.thread_time() - cpu_started
 
 
 class Mapper:
@@ -85,15 +74,7 @@ class Mapper:
         self.repeat_occupancy = sum_sq / max(1, self.n_positions)
         self.filters: dict[int, Filter] = {}
         self.choices: dict[int, Choice] = {}
-        self._choosing = threading.Lock()
         self.stats = Stats()
-
-    def lane(self, device: Device) -> "Mapper":
-        """A mapper for another thread, on a lane of this mapper's device (Device.lane): it
-        shares the index on the device, the filter choices and the counts."""
-        other = Mapper(self.index, device, self.k, self.max_hits, self.text_on_device, self.on_device)
-        other.choices, other._choosing, other.stats = self.choices, self._choosing, self.stats
-        return other
 
     def choice(self, read_length: int) -> Choice:
         """Filter parameters for a read length, chosen once.
@@ -101,21 +82,17 @@ class Mapper:
         The guarantee covers edits where the index allows it, else substitutions; the first
         length with less than that is warned about, the others are listed in the summary.
         """
-        with self._choosing:
-            if read_length not in self.choices:
-                self.choices[read_length] = self._chosen(read_length)
+        if read_length not in self.choices:
+            chosen = self._choose(read_length, indels=True)
+            if not chosen.guaranteed:
+                substitutions = self._choose(read_length, indels=False)
+                if substitutions.guaranteed:
+                    chosen = substitutions
+                    self.stats.substitutions_only.append(read_length)
+                else:
+                    self._warn(chosen)
+            self.choices[read_length] = chosen
         return self.choices[read_length]
-
-    def _chosen(self, read_length: int) -> Choice:
-        chosen = self._choose(read_length, indels=True)
-        if not chosen.guaranteed:
-            substitutions = self._choose(read_length, indels=False)
-            if substitutions.guaranteed:
-                chosen = substitutions
-                self.stats.substitutions_only.append(read_length)
-            else:
-                self._warn(chosen)
-        return chosen
 
     def _choose(self, read_length: int, indels: bool) -> Choice:
         p = self.index.params
@@ -144,7 +121,8 @@ class Mapper:
             strands, n_bases_n = Strands.on_device(self.device, codes, lengths)
             too_short = lengths < self.index.params.width
             too_many_n = (n_bases_n > self.k) & ~too_short
-            self.stats.add(too_short=int(too_short.sum()), too_many_n=int(too_many_n.sum()))
+            self.stats.too_short += int(too_short.sum())
+            self.stats.too_many_n += int(too_many_n.sum())
             row_lengths = np.maximum(strands.lengths, 1).astype(np.uint32)
             reads = extend.DeviceReads(strands.buffer, self.device.to_device(strands.offsets),
                                        self.device.to_device(row_lengths), row_lengths)
@@ -163,13 +141,13 @@ class Mapper:
             chosen = self.choice(int(length)).params
             rows = active & (strands.lengths == length)
             rows_e[rows], steps[rows] = chosen.e, chosen.step
-            self.stats.add(lookups=int(rows.sum()) * chosen.n_patterns(int(length)) * chosen.lookups_per_pattern
-                           * len(self.index.segments))
+            self.stats.lookups += (int(rows.sum()) * chosen.n_patterns(int(length)) * chosen.lookups_per_pattern
+                                   * len(self.index.segments))
         found = []
         for e in _distinct(rows_e[rows_e >= 0]):
             filt = self.filter(int(e))
             reads_on_device = filt.upload(strands, steps, rows_e == e)
-            found.extend(filt.emit(seg, strands.n, reads_on_device) for seg in self.on_device.segments(self.device))
+            found.extend(filt.emit(seg, strands.n, reads_on_device) for seg in self.on_device.segments())
         return found
 
     def _extend(self, strands: Strands, reads: extend.DeviceReads,
@@ -200,11 +178,14 @@ class Mapper:
         """Candidates per row as the filter wrote them, and the cells of their windows (read length
         times L + 2k; windows cut at contig ends hold fewer), for the statistics."""
         length = strands.lengths.astype(np.int64)
-        self.stats.add(candidates=int(per_row.sum()), cells=int(np.sum(per_row * length * (length + 2 * self.k))))
+        self.stats.candidates += int(per_row.sum())
+        self.stats.cells += int(np.sum(per_row * length * (length + 2 * self.k)))
 
     def _count(self, n: int, n_loci: np.ndarray) -> None:
-        self.stats.add(reads=n, mapped=int(np.count_nonzero(n_loci)), unique=int(np.count_nonzero(n_loci == 1)),
-                       loci=int(n_loci.sum()))
+        self.stats.reads += n
+        self.stats.mapped += int(np.count_nonzero(n_loci))
+        self.stats.unique += int(np.count_nonzero(n_loci == 1))
+        self.stats.loci += int(n_loci.sum())
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:

@@ -1,14 +1,11 @@
 """Overlapping the stages of a run: batches are read ahead in one thread and written behind in
-another while they are mapped, so input parsing and output formatting overlap the device work;
-with several workers, batches are mapped by that many threads at once (one's host work then
-overlaps another's device work). Order is kept; the first error of any stage stops the others
-and is raised."""
+another while the main thread maps, so input parsing and output formatting overlap the device
+work. Order is kept; the first error of any stage stops the others and is raised."""
 
 from __future__ import annotations
 
 import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, Iterator
 
 _END = object()
@@ -52,41 +49,27 @@ def _feed(items: Iterable, q: queue.Queue, stop: threading.Event) -> None:
 def _drain(q: queue.Queue, consume: Callable, stop: threading.Event, failure: list) -> None:
     try:
         while (item := _get(q, stop)) is not _END:
-            batch, mapped = item
-            consume(batch, mapped.result())
+            consume(*item)
     except BaseException as error:  # handed to the main thread
         failure.append(error)
         stop.set()
 
 
-class _Done:
-    """A result at hand, as a future's."""
-
-    def __init__(self, value):
-        self.value = value
-
-    def result(self):
-        return self.value
-
-
-def run(batches: Iterator, work: Callable, consume: Callable, depth: int = 2, workers: int = 1) -> None:
-    """consume(batch, work(batch)) for every batch, in order; work runs in `workers` threads, or
-    with one worker in the calling thread (Oclgrind crashed building programs in another)."""
+def run(batches: Iterator, work: Callable, consume: Callable, depth: int = 2) -> None:
+    """consume(batch, work(batch)) for every batch, in order."""
     stop = threading.Event()
     inbox: queue.Queue = queue.Queue(depth)
-    outbox: queue.Queue = queue.Queue(depth + workers - 1)  # batches being mapped or waiting to be written
+    outbox: queue.Queue = queue.Queue(depth)
     failure: list = []
     reader = threading.Thread(target=_feed, args=(batches, inbox, stop), daemon=True)
     writer = threading.Thread(target=_drain, args=(outbox, consume, stop, failure), daemon=True)
-    pool = ThreadPoolExecutor(workers, thread_name_prefix="marose-map")
-    mapped = (lambda batch: _Done(work(batch))) if workers == 1 else (lambda batch: pool.submit(work, batch))
     reader.start()
     writer.start()
     try:
         while (batch := _get(inbox, stop)) is not _END:
             if isinstance(batch, _Failed):
                 raise batch.error
-            _put(outbox, (batch, mapped(batch)), stop)
+            _put(outbox, (batch, work(batch)), stop)
         _put(outbox, _END, stop)
         writer.join()
     except BaseException:
@@ -94,6 +77,5 @@ def run(batches: Iterator, work: Callable, consume: Callable, depth: int = 2, wo
         raise
     finally:
         stop.set()
-        pool.shutdown(cancel_futures=True)
     if failure:
         raise failure[0]

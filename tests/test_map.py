@@ -176,32 +176,6 @@ def test_output_is_identical_across_batch_sizes_and_segments(lambda_two_contigs,
     assert len(outputs[0]) > 60
 
 
-@pytest.mark.parametrize("xa", [False, True])
-def test_lanes_mapping_batches_at_once_give_the_same_output(lambda_two_contigs, tmp_path, monkeypatch, xa):
-    """Several lanes (queues and threads, as on a GPU) write what one writes, with the same
-    counts; the segments are streamed through each lane in one run."""
-    import json
-
-    import marose.lookup as lookup
-
-    reads = simulate(read_fasta(lambda_two_contigs), 90, 80, 3, np.random.default_rng(8))
-    fq = write_reads(tmp_path / "r.fq", reads)
-    idx = tmp_path / "idx"
-    assert index_cli.main([lambda_two_contigs, "-q", "-o", str(idx), "--segment-size", "9000"]) == 0
-    extra = ["--xa"] if xa else []
-    outputs, counts = [], []
-    for lanes, fraction in [(1, lookup.RESIDENT_FRACTION), (3, lookup.RESIDENT_FRACTION), (2, 0.0)]:
-        monkeypatch.setattr(cli, "lane_count", lambda device: lanes)
-        monkeypatch.setattr(lookup, "RESIDENT_FRACTION", fraction)
-        out, stats = tmp_path / f"o{lanes}.sam", tmp_path / f"s{lanes}.json"
-        assert run_map("-x", idx, fq, "-o", out, "-k", 3, "--batch-size", 7, "--stats", stats, *extra) == 0
-        outputs.append([line for line in open(out) if not line.startswith("@PG")])
-        record = json.load(open(stats))
-        counts.append({key: record[key] for key in ("reads", "mapped", "unique", "loci", "candidates", "lookups")})
-    assert outputs[1] == outputs[0] and outputs[2] == outputs[0] and len(outputs[0]) > 90
-    assert counts[1] == counts[0] and counts[2] == counts[0] and counts[0]["reads"] == 90
-
-
 def test_segments_too_large_for_the_device_are_streamed(lambda_two_contigs, tmp_path, monkeypatch):
     """An index whose segments do not fit the device is uploaded a segment at a time for each
     batch, and maps as one kept on the device (uploaded with the genome, in one go)."""
