@@ -252,7 +252,7 @@ def lambda_index(tmp_path_factory):
 
 
 BAD_READS = {
-    "truncated.fq": (b"@r1\nACGTACGTACGTACGTACGTACGT\n+\nIIIIIIIIIIIIIIIIIIIIIIII\n@r2\nACGT\n", b"truncated"),
+    "truncated.fq": (b"@r1\nACGTACGTACGTACGTACGTACGT\n+\nIIIIIIIIIIIIIIIIIIIIIIII\n@r2\nACGT\n", b"is truncated (2 of 4"),
     "mismatch.fq": (b"@r1\nACGTACGTACGTACGTACGT\n+\nIIII\n", b"length"),
     "junk.fq": (bytes(range(256)) * 4, b"error"),
     "empty.fq": (b"", b"no reads"),
@@ -269,6 +269,21 @@ def test_bad_reads_give_a_clear_error_and_no_output(lambda_index, tmp_path, name
     assert result.returncode == 1
     assert message in result.stderr.lower() and b"Traceback" not in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+
+
+def test_the_command_ends_with_all_of_its_output_written(lambda_index, tmp_path):
+    """`python -m marose.cli` ends the process itself once it is done (cli.entry): SAM on stdout,
+    its summary and its --stats file are all there."""
+    import json
+
+    fq = write_reads(tmp_path / "r.fq", simulate(read_fasta(LAMBDA), 50, 60, 2, np.random.default_rng(9)))
+    result = subprocess.run([sys.executable, "-m", "marose.cli", "map", "-x", lambda_index, str(fq), "-k", "3",
+                             "--stats", str(tmp_path / "s.json")], capture_output=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    records = [line.split(b"\t") for line in result.stdout.splitlines() if not line.startswith(b"@")]
+    assert len([r for r in records if not int(r[1]) & 256]) == 50
+    assert result.stdout.endswith(b"\n") and b"50 reads, 50 mapped" in result.stderr
+    assert json.load(open(tmp_path / "s.json"))["reads"] == 50
 
 
 def test_corrupted_index_fails_the_run_and_writes_nothing(tmp_path):
