@@ -68,14 +68,9 @@ def upload(device: Device, segment: Segment) -> DeviceSegment:
     return DeviceSegment(segment, *device.upload([np.asarray(getattr(segment, n)) for n in TABLES]))
 
 
-def upload_genome(device: Device, reference: Reference):
-    """A buffer of the reference's base codes, unpacked on the device from its packed bases
-    and N runs (a quarter of the bytes to copy, and no unpacking on the host)."""
-    return unpack_genome(device, reference, *device.upload([reference.packed]))
-
-
 def unpack_genome(device: Device, reference: Reference, packed):
-    """A buffer of the reference's base codes from its packed bases, already on the device."""
+    """A buffer of the reference's base codes, unpacked on the device from its packed bases
+    (uploaded: a quarter of the bytes to copy, and no unpacking on the host) and N runs."""
     length = reference.total_length
     codes = device.empty(length)
     device.launch(device.kernel(GENOME, "unpack_genome"), groups(-(-length // 4)), None, packed,

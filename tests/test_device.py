@@ -9,7 +9,7 @@ import pytest
 import marose.device
 from conftest import LAMBDA
 from marose.dna import encode
-from marose.lookup import upload_genome
+from marose.lookup import unpack_genome
 from marose.reference import Reference, read_fasta
 
 
@@ -43,14 +43,15 @@ def test_genome_unpacked_on_the_device(device, sequence):
     codes = encode(sequence)
     packed = Reference(["c"], np.array([codes.size]), codes)
     stored = Reference(["c"], np.array([codes.size]), packed=packed.packed, runs=packed.runs)
-    got = device.read(upload_genome(device, stored), np.uint8, codes.size)
+    got = device.read(unpack_genome(device, stored, *device.upload([stored.packed])), np.uint8, codes.size)
     assert np.array_equal(got, codes) and np.array_equal(stored.codes, codes)
 
 
 def test_genome_of_lambda_unpacked_on_the_device(device):
     ref = read_fasta(LAMBDA)
     stored = Reference(ref.names, ref.lengths, packed=ref.packed, runs=ref.runs)
-    assert np.array_equal(device.read(upload_genome(device, stored), np.uint8, ref.total_length), ref.codes)
+    genome = unpack_genome(device, stored, *device.upload([stored.packed]))
+    assert np.array_equal(device.read(genome, np.uint8, ref.total_length), ref.codes)
 
 
 def test_buffers_of_queued_commands_are_kept_until_a_blocking_read(device):

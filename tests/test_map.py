@@ -252,7 +252,8 @@ def lambda_index(tmp_path_factory):
 
 
 BAD_READS = {
-    "truncated.fq": (b"@r1\nACGTACGTACGTACGTACGTACGT\n+\nIIIIIIIIIIIIIIIIIIIIIIII\n@r2\nACGT\n", b"is truncated (2 of 4"),
+    "truncated.fq": (b"@r1\nACGTACGTACGTACGTACGTACGT\n+\nIIIIIIIIIIIIIIIIIIIIIIII\n@r2\nACGT\n",
+                     b"is truncated (2 of 4"),
     "mismatch.fq": (b"@r1\nACGTACGTACGTACGTACGT\n+\nIIII\n", b"length"),
     "junk.fq": (bytes(range(256)) * 4, b"error"),
     "empty.fq": (b"", b"no reads"),
