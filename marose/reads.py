@@ -16,6 +16,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from marose import dna
 from marose.errors import MaroseError
+from marose.regions import region_offsets
 
 # Blocks of 1 MB: the parser holds the interpreter lock while it splits and joins a block,
 # and the mapping thread, which needs the lock after each device call, waits that long. With
@@ -37,8 +38,7 @@ _Text = TypeVar("_Text", bytes, str)
 def pack_texts(texts: Sequence[bytes] | Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Texts (bytes, or ASCII strings) end to end as uint8, and the offset of each (one more at
     the end) as uint32."""
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.uint32)
+    offsets = region_offsets(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
     joined = "".join(texts).encode("ascii") if texts and isinstance(texts[0], str) else b"".join(texts)
     return np.frombuffer(joined or b"\0", dtype=np.uint8), offsets
 

@@ -414,8 +414,9 @@ _TO_BAM = ("import sys, pysam; pysam.view('-b', '--no-PG', *sys.argv[2:], '-o', 
 
 
 class _BamConverter:
-    """samtools view -b, through pysam in a Python process of its own, writing BAM into an open
-    file (given as its standard output's place) from the SAM text written to stdin."""
+    """samtools view -b, through pysam in a Python process of its own: the SAM text written to
+    its stdin becomes BAM at the path of the file given (which is closed here, the converter
+    writing the path itself)."""
 
     def __init__(self, path: str, file: BinaryIO, threads: int) -> None:
         self._errors = tempfile.TemporaryFile()
