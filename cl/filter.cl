@@ -8,8 +8,9 @@
  * are listed instead, and expand_ranges writes them a work-group each, so that no work-item
  * walks a long range alone.
  *
- * Needs murmur3.cl, phf.cl, search.cl and sort.cl. Defines: SPAN, LN, SEED_MASK (bit j set where the mask has '#'),
- * E (0..3), WG (work-group size), CAP (local candidates), KEY_BITS (bits of a genome position),
+ * Needs murmur3.cl, phf.cl, search.cl and sort.cl. Defines: SPAN, LN, SEED_MASK (bit j set where
+ * the mask has '#'), E (0..3), LOOKUP_BATCH (lookups hashed before their slots are read), WG
+ * (work-group size), CAP (local candidates), KEY_BITS (bits of a genome position),
  * BIG_RANGE. */
 
 #define WIDTH (SPAN + LN)
@@ -51,35 +52,78 @@ inline uint pattern_offset(uint t, uint len, uint step)
 
 #define TABLES __global const uint *hash_seed, __global const uint *vertex_offset, \
                __global const uint *g, __global const uint *slot_key, __global const uint *slot_start
-#define TABLE_ARGS hash_seed, vertex_offset, g, slot_key, slot_start
 
-inline uint2 find(uint seed, uint key, TABLES)
+/* A seed's perfect hash: its vertices are [base, base + 3 part). */
+typedef struct {
+    uint base;
+    uint part;
+    uint hash_seed;
+} seed_hash_t;
+
+inline seed_hash_t seed_hash(uint seed, __global const uint *hash_seed, __global const uint *vertex_offset)
 {
-    uint base = vertex_offset[seed];
-    uint part = (vertex_offset[seed + 1] - base) / 3u;
-    uint v = phf_slot(key, hash_seed[seed], base, part, g);
-    uint end = slot_start[v + 1];
-    return (uint2)(slot_key[v] == key ? slot_start[v] : end, end);
+    seed_hash_t h = {vertex_offset[seed], 0u, hash_seed[seed]};
+    h.part = (vertex_offset[seed + 1] - h.base) / 3u;
+    return h;
 }
 
-/* Calls VISIT(range) for the position range of every neighborhood within E substitutions of
- * p.key (each substitution xors a base with 1, 2 or 3). */
-#define FOR_EACH_NEIGHBOR(p, VISIT)                                                         \
+/* Calls VISIT(k, ARG) for every neighborhood within E substitutions of key (each substitution
+ * xors a base with 1, 2 or 3). */
+#define FOR_EACH_NEIGHBOR_KEY(key, VISIT, ARG)                                              \
     do {                                                                                    \
-        VISIT(find(p.seed, p.key, TABLE_ARGS));                                             \
+        VISIT(key, ARG);                                                                    \
         for (uint i1 = 0; E >= 1 && i1 < LN; ++i1)                                          \
             for (uint c1 = 1; c1 < 4u; ++c1) {                                              \
-                uint k1 = p.key ^ (c1 << (2u * i1));                                        \
-                VISIT(find(p.seed, k1, TABLE_ARGS));                                        \
+                uint k1 = (key) ^ (c1 << (2u * i1));                                        \
+                VISIT(k1, ARG);                                                             \
                 for (uint i2 = i1 + 1; E >= 2 && i2 < LN; ++i2)                             \
                     for (uint c2 = 1; c2 < 4u; ++c2) {                                      \
                         uint k2 = k1 ^ (c2 << (2u * i2));                                   \
-                        VISIT(find(p.seed, k2, TABLE_ARGS));                                \
+                        VISIT(k2, ARG);                                                     \
                         for (uint i3 = i2 + 1; E >= 3 && i3 < LN; ++i3)                     \
                             for (uint c3 = 1; c3 < 4u; ++c3)                                \
-                                VISIT(find(p.seed, k2 ^ (c3 << (2u * i3)), TABLE_ARGS));    \
+                                VISIT(k2 ^ (c3 << (2u * i3)), ARG);                         \
                     }                                                                       \
             }                                                                               \
+    } while (0)
+
+/* Position ranges of n keys of one seed (empty where a key is not in the table). The hashes
+ * are all evaluated before any slot is read, so that the slot reads (cache misses, mostly)
+ * are independent of each other and overlap. */
+inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __global const uint *g,
+                       __global const uint *slot_key, __global const uint *slot_start)
+{
+    uint slot[LOOKUP_BATCH];
+    for (uint j = 0; j < n; ++j)
+        slot[j] = phf_slot(keys[j], h.hash_seed, h.base, h.part, g);
+    for (uint j = 0; j < n; ++j) {
+        uint v = slot[j];
+        found[j] = slot_key[v] == keys[j] ? (uint2)(slot_start[v], slot_start[v + 1]) : (uint2)(0u, 0u);
+    }
+}
+
+/* Calls VISIT(range) for the position range of every neighborhood of pattern p, LOOKUP_BATCH
+ * lookups at a time. */
+#define FOR_EACH_NEIGHBOR(p, VISIT)                                                         \
+    do {                                                                                    \
+        seed_hash_t h_ = seed_hash(p.seed, hash_seed, vertex_offset);                       \
+        uint keys_[LOOKUP_BATCH], n_ = 0;                                                   \
+        uint2 found_[LOOKUP_BATCH];                                                         \
+        FOR_EACH_NEIGHBOR_KEY(p.key, QUEUE_KEY_, VISIT);                                    \
+        FLUSH_KEYS_(VISIT);                                                                 \
+    } while (0)
+#define QUEUE_KEY_(k, VISIT)                                                                \
+    do {                                                                                    \
+        keys_[n_++] = (k);                                                                  \
+        if (n_ == LOOKUP_BATCH)                                                             \
+            FLUSH_KEYS_(VISIT);                                                             \
+    } while (0)
+#define FLUSH_KEYS_(VISIT)                                                                  \
+    do {                                                                                    \
+        find_batch(h_, keys_, n_, found_, g, slot_key, slot_start);                         \
+        for (uint j_ = 0; j_ < n_; ++j_)                                                    \
+            VISIT(found_[j_]);                                                              \
+        n_ = 0;                                                                             \
     } while (0)
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))

@@ -19,6 +19,7 @@ STRANDS = ("strands.cl",)
 WORK_GROUP = 64
 MAX_LOCAL_CANDIDATES = 4096
 BIG_RANGE = WORK_GROUP  # longer position ranges of long rows are written by a work-group each
+LOOKUP_BATCH = 32  # lookups a work-item hashes before it reads their slots
 
 
 @dataclass
@@ -93,7 +94,7 @@ class Filter:
         self.capacity = local_capacity(device)
         seed_mask = sum(1 << j for j in params.seed_offsets)
         defines = {"SPAN": params.span, "LN": params.ln, "SEED_MASK": f"{seed_mask}u", "E": e,
-                   "WG": WORK_GROUP, "CAP": self.capacity, "BIG_RANGE": BIG_RANGE,
+                   "LOOKUP_BATCH": LOOKUP_BATCH, "WG": WORK_GROUP, "CAP": self.capacity, "BIG_RANGE": BIG_RANGE,
                    "KEY_BITS": max(1, int(genome_length - 1).bit_length())}
         self.sort_defines = {name: defines[name] for name in ("WG", "CAP", "KEY_BITS")}
         self.count_kernel = device.kernel(PROGRAM, "filter_count", defines)
