@@ -72,19 +72,21 @@ def simulated_strands(ref, n, length, rng, n_sub=2, n_with_n=3):
     return Strands.from_reads(codes, lengths)
 
 
-@pytest.mark.parametrize("mask,ln,e,step,seg_size", [
-    ("########", 7, 1, 1, 1 << 26),
-    ("#####-##", 6, 2, 2, 20_000),
-    ("########", 7, 0, 3, 1 << 26),
-    ("#######", 5, 3, 4, 1 << 26),
+@pytest.mark.parametrize("mask,ln,e,step,seg_size,batch", [
+    ("########", 7, 1, 1, 1 << 26, None),
+    ("#####-##", 6, 2, 2, 20_000, None),
+    ("########", 7, 0, 3, 1 << 26, None),
+    ("#######", 5, 3, 4, 1 << 26, None),
+    ("#####-##", 6, 2, 2, 20_000, 1),  # a GPU's batch
+    ("#######", 5, 3, 4, 1 << 26, 7),  # batches cut mid-neighborhood
 ])
-def test_kernel_equals_numpy_twin(device, mask, ln, e, step, seg_size):
+def test_kernel_equals_numpy_twin(device, mask, ln, e, step, seg_size, batch):
     rng = np.random.default_rng(len(mask) * 10 + e)
     ref = read_fasta(LAMBDA)
     params = IndexParams(mask, ln, seg_size)
     segments = [build_segment(ref, a, b, params) for a, b in segment_bounds(ref.total_length, seg_size)]
     strands = simulated_strands(ref, 40, 60, rng)
-    filt = Filter(device, params, e, ref.total_length, ref.offsets)
+    filt = Filter(device, params, e, ref.total_length, ref.offsets, lookups_at_once=batch)
     on_device = filt.upload(strands, np.full(strands.n, step))
     rows, starts = [], []
     for seg in segments:
