@@ -164,6 +164,12 @@ __kernel void row_loci(__global const uchar *read_codes, __global const uint *re
         int score = (int)length;
         for (uint e = window; e < end; ++e) {
             score += next_column(peq, pv, mv, words, bottom, genome[e]);
+            if (score > (int)(k + end - 1u - e)) {
+                /* the score falls by at most 1 a column: no later end of the window is within k */
+                if (end > covered)
+                    close_locus(&locus, first, last, &n, capacity, ends, dists);
+                break;
+            }
             if (e < covered)
                 continue;
             if (score > (int)k) {
