@@ -6,12 +6,13 @@
  * there are at most 4 WG of them, else by a radix sort. A read with more than CAP candidates
  * leaves them as found, for cl/row_sort.cl to sort; its position ranges longer than BIG_RANGE
  * are listed instead, and expand_ranges writes them a work-group each, so that no work-item
- * walks a long range alone.
+ * walks a long range alone. filter_count keeps the ranges it found, up to SAVED a pattern, for
+ * filter_emit.
  *
  * Needs murmur3.cl, phf.cl, search.cl and sort.cl. Defines: SPAN, LN, SEED_MASK (bit j set where
  * the mask has '#'), E (0..3), LOOKUP_BATCH (lookups hashed before their slots are read), WG
  * (work-group size), CAP (local candidates), KEY_BITS (bits of a genome position),
- * BIG_RANGE. */
+ * BIG_RANGE, SAVED. */
 
 #define WIDTH (SPAN + LN)
 
@@ -126,25 +127,38 @@ inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __
         n_ = 0;                                                                             \
     } while (0)
 
+/* Row r's patterns are numbered from pattern_base[r]; pattern P's non-empty position ranges,
+ * the first SAVED of them, go to saved[SAVED P, + SAVED) and their number to n_found[P], so that
+ * filter_emit does not look them up again. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void filter_count(__global const uchar *reads, __global const uint *read_offset,
                   __global const uint *read_length, __global const uint *read_step, TABLES,
-                  __global uint *item_count, __global uint *read_count)
+                  __global const uint *pattern_base, __global uint *item_count, __global uint *read_count,
+                  __global uint2 *saved, __global uint *n_found)
 {
     __local uint sum[WG];
     uint r = get_group_id(0), lid = get_local_id(0);
     __global const uchar *read = reads + read_offset[r];
     uint len = read_length[r], step = read_step[r], np = n_patterns(len, step);
-    uint count = 0;
-#define COUNT(range)                    \
-    do {                                \
-        uint2 found = (range);          \
-        count += found.y - found.x;     \
+    uint count = 0, found_here;
+    __global uint2 *saved_here;
+#define COUNT(range)                            \
+    do {                                        \
+        uint2 found = (range);                  \
+        if (found.y > found.x) {                \
+            if (found_here < SAVED)             \
+                saved_here[found_here] = found; \
+            ++found_here;                       \
+            count += found.y - found.x;         \
+        }                                       \
     } while (0)
     for (uint t = lid; t < np; t += WG) {
         pattern_t p = make_pattern(read, pattern_offset(t, len, step));
+        found_here = 0;
+        saved_here = saved + SAVED * (pattern_base[r] + t);
         if (p.ok)
             FOR_EACH_NEIGHBOR(p, COUNT);
+        n_found[pattern_base[r] + t] = found_here;
     }
 #undef COUNT
     item_count[r * WG + lid] = count;
@@ -169,7 +183,8 @@ inline uint read_start(uint q, uint o, __global const uint *contig_start, uint n
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void filter_emit(__global const uchar *reads, __global const uint *read_offset,
                  __global const uint *read_length, __global const uint *read_step, TABLES,
-                 __global const uint *positions, __global const uint *contig_start, uint n_contigs,
+                 __global const uint *pattern_base, __global const uint2 *saved,
+                 __global const uint *n_found, __global const uint *positions, __global const uint *contig_start, uint n_contigs,
                  __global const uint *item_count, __global const uint *out_offset,
                  __global uint *candidates, __global uint *out_count, __global uint *big_ranges,
                  __global uint *n_big)
@@ -205,9 +220,14 @@ void filter_emit(__global const uchar *reads, __global const uint *read_offset,
     } while (0)
     for (uint t = lid; t < np; t += WG) {
         o = pattern_offset(t, len, step);
-        pattern_t p = make_pattern(read, o);
-        if (p.ok)
+        uint pattern = pattern_base[r] + t, found_here = n_found[pattern];
+        if (found_here <= SAVED) {
+            for (uint j = 0; j < found_here; ++j)
+                EMIT(saved[SAVED * pattern + j]);
+        } else {
+            pattern_t p = make_pattern(read, o);
             FOR_EACH_NEIGHBOR(p, EMIT);
+        }
     }
 #undef EMIT
     if (!local_sort)

@@ -20,6 +20,7 @@ WORK_GROUP = 64
 MAX_LOCAL_CANDIDATES = 4096
 BIG_RANGE = WORK_GROUP  # longer position ranges of long rows are written by a work-group each
 CPU_LOOKUP_BATCH = 32  # lookups a work-item hashes before it reads their slots, on a CPU
+SAVED_RANGES = 6  # position ranges a pattern's count keeps for its emit (more: emit looks them up again)
 
 
 @dataclass
@@ -103,8 +104,10 @@ class Filter:
         self.device = device
         self.capacity = local_capacity(device)
         seed_mask = sum(1 << j for j in params.seed_offsets)
+        self.width = params.width
         defines = {"SPAN": params.span, "LN": params.ln, "SEED_MASK": f"{seed_mask}u", "E": e,
-                   "LOOKUP_BATCH": lookups_at_once or lookup_batch(device), "WG": WORK_GROUP, "CAP": self.capacity, "BIG_RANGE": BIG_RANGE,
+                   "LOOKUP_BATCH": lookups_at_once or lookup_batch(device), "SAVED": SAVED_RANGES,
+                   "WG": WORK_GROUP, "CAP": self.capacity, "BIG_RANGE": BIG_RANGE,
                    "KEY_BITS": max(1, int(genome_length - 1).bit_length())}
         self.sort_defines = {name: defines[name] for name in ("WG", "CAP", "KEY_BITS")}
         self.count_kernel = device.kernel(PROGRAM, "filter_count", defines)
@@ -113,14 +116,18 @@ class Filter:
         self.contig_start = device.to_device(np.asarray(contig_offsets, dtype=np.uint32))
         self.n_contigs = np.uint32(len(contig_offsets) - 1)
 
-    def upload(self, strands: Strands, steps: np.ndarray, active: np.ndarray | None = None) -> tuple:
+    def upload(self, strands: Strands, steps: np.ndarray, active: np.ndarray | None = None) -> "FilterReads":
         """The rows on the device, with their pattern steps; inactive rows get no patterns."""
         d = self.device
-        lengths = strands.lengths if active is None else np.where(active, strands.lengths, 0)
-        return (strands.rows_on(d), d.to_device(strands.offsets),
-                d.to_device(lengths.astype(np.uint32)), d.to_device(np.asarray(steps, dtype=np.uint32)))
+        lengths = (strands.lengths if active is None else np.where(active, strands.lengths, 0)).astype(np.int64)
+        steps = np.asarray(steps, dtype=np.int64)
+        n_patterns = np.where(lengths < self.width, 0, (lengths - self.width + steps - 1) // steps + 1)  # as the kernels
+        pattern_base = region_offsets(n_patterns)
+        buffers = (strands.rows_on(d), d.to_device(strands.offsets), d.to_device(lengths.astype(np.uint32)),
+                   d.to_device(steps.astype(np.uint32)))
+        return FilterReads(buffers, d.to_device(pattern_base), int(pattern_base[-1]))
 
-    def emit(self, seg: DeviceSegment, n: int, reads_on_device: tuple) -> "DeviceCandidates":
+    def emit(self, seg: DeviceSegment, n: int, reads_on_device: "FilterReads") -> "DeviceCandidates":
         """Candidates of n rows left on the device: row r's are the first count[r] entries at
         offset[r] of the buffer, sorted and unique."""
         d = self.device
@@ -129,24 +136,26 @@ class Filter:
                                     np.zeros(1, np.uint32))
         global_size = (n * WORK_GROUP,)
         item_count, read_count = d.empty(4 * n * WORK_GROUP), d.empty(4 * n)
-        d.launch(self.count_kernel, global_size, (WORK_GROUP,), *reads_on_device,
-                 *seg.tables, item_count, read_count)
+        n_patterns = max(1, reads_on_device.n_patterns)
+        saved, n_found = d.empty(8 * SAVED_RANGES * n_patterns), d.empty(4 * n_patterns)
+        d.launch(self.count_kernel, global_size, (WORK_GROUP,), *reads_on_device.buffers, *seg.tables,
+                 reads_on_device.pattern_base, item_count, read_count, saved, n_found)
         counts = d.read(read_count, np.uint32, n).astype(np.int64)
         offsets = region_offsets(counts)
         candidates, out_count = d.empty(4 * int(offsets[-1])), d.empty(4 * n)
         offsets_on_device = d.to_device(offsets)
         most_big = int(counts[counts > self.capacity].sum()) // (BIG_RANGE + 1)  # long ranges there can be
         big_ranges, listed = d.empty(16 * most_big), d.zeros(4)
-        d.launch(self.emit_kernel, global_size, (WORK_GROUP,), *reads_on_device,
-                 *seg.tables, seg.positions, self.contig_start, self.n_contigs, item_count,
-                 offsets_on_device, candidates, out_count, big_ranges, listed)
+        d.launch(self.emit_kernel, global_size, (WORK_GROUP,), *reads_on_device.buffers, *seg.tables,
+                 reads_on_device.pattern_base, saved, n_found, seg.positions, self.contig_start, self.n_contigs,
+                 item_count, offsets_on_device, candidates, out_count, big_ranges, listed)
         if most_big:
             d.launch(self.expand_kernel, (most_big * WORK_GROUP,), (WORK_GROUP,), big_ranges, listed, seg.positions,
                      self.contig_start, self.n_contigs, candidates)
         sort_long_rows(d, self.sort_defines, candidates, offsets, offsets_on_device, counts, read_count, out_count)
         return DeviceCandidates(candidates, offsets_on_device, out_count, offsets)
 
-    def run(self, seg: DeviceSegment, strands: Strands, reads_on_device: tuple) -> Candidates:
+    def run(self, seg: DeviceSegment, strands: Strands, reads_on_device: "FilterReads") -> Candidates:
         """The candidates of every row on the host, sorted by row then start, unique."""
         n = strands.n
         on_device = self.emit(seg, n, reads_on_device)
@@ -155,6 +164,15 @@ class Filter:
         written = d.read(on_device.count, np.uint32, n).astype(np.int64)
         row = np.repeat(np.arange(n, dtype=np.uint32), written)
         return Candidates(row, found[leading_entries(offsets[:-1], written)])
+
+
+@dataclass
+class FilterReads:
+    """Rows on the device for the filter (Filter.upload)."""
+
+    buffers: tuple  # rows, row offsets, lengths (0 for inactive rows), pattern steps
+    pattern_base: object  # uint32 per row + 1: where each row's patterns are numbered from
+    n_patterns: int
 
 
 @dataclass

@@ -8,6 +8,7 @@ import pytest
 from conftest import LAMBDA, random_dna, write_fasta
 from indexer import query
 from indexer.build import IndexParams, build_segment, segment_bounds
+from marose import filter as filter_module
 from marose import lookup
 from marose.dna import N_CODE, encode
 from marose.filter import Candidates, Filter, Strands, local_capacity, unique_candidates
@@ -33,9 +34,8 @@ def pattern_offsets(length: int, width: int, step: int) -> list[int]:
     return sorted({min(t * step, length - width) for t in range(-(-(length - width) // step) + 1)})
 
 
-def reference_filter(segments, params: IndexParams, strands: Strands, e: int, step: int, offsets) -> Candidates:
-    """Candidates by the definition: every pattern, every neighbor, every position, clamped to its contig."""
-    rows, starts = [], []
+def patterns(params: IndexParams, strands: Strands, e: int, step: int):
+    """(row, read offset, seed, neighborhood keys) of every pattern of the rows with no N in its seed."""
     for r in range(strands.n):
         read = strands.codes[r, : strands.lengths[r]]
         for o in pattern_offsets(read.size, params.width, step):
@@ -45,14 +45,20 @@ def reference_filter(segments, params: IndexParams, strands: Strands, e: int, st
             seed = int(np.sum(seed_bases.astype(np.int64) << (2 * np.arange(params.weight)[::-1])))
             nb = np.where(read[o + params.span : o + params.width] == N_CODE, 0, read[o + params.span : o + params.width])
             key = int(np.sum(nb.astype(np.int64) << (2 * np.arange(params.ln)[::-1])))
-            keys = np.array(neighbors(key, params.ln, e), dtype=np.uint32)
-            for seg in segments:
-                begin, end = query.slot_ranges(seg, np.full(keys.size, seed), keys)
-                for b, en in zip(begin, end):
-                    q = seg.positions[b:en].astype(np.int64)
-                    contig_start = offsets[np.searchsorted(offsets, q, side="right") - 1]
-                    starts.extend(np.maximum(q - o, contig_start).tolist())
-                    rows.extend([r] * q.size)
+            yield r, o, seed, np.array(neighbors(key, params.ln, e), dtype=np.uint32)
+
+
+def reference_filter(segments, params: IndexParams, strands: Strands, e: int, step: int, offsets) -> Candidates:
+    """Candidates by the definition: every pattern, every neighbor, every position, clamped to its contig."""
+    rows, starts = [], []
+    for r, o, seed, keys in patterns(params, strands, e, step):
+        for seg in segments:
+            begin, end = query.slot_ranges(seg, np.full(keys.size, seed), keys)
+            for b, en in zip(begin, end):
+                q = seg.positions[b:en].astype(np.int64)
+                contig_start = offsets[np.searchsorted(offsets, q, side="right") - 1]
+                starts.extend(np.maximum(q - o, contig_start).tolist())
+                rows.extend([r] * q.size)
     return unique_candidates(np.array(rows, dtype=np.uint32), np.array(starts, dtype=np.uint32))
 
 
@@ -98,6 +104,21 @@ def test_kernel_equals_numpy_twin(device, mask, ln, e, step, seg_size, batch):
     want = reference_filter(segments, params, strands, e, step, ref.offsets)
     assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
     assert want.row.size >= 35  # most reads find their own locus
+
+
+def test_patterns_with_more_ranges_than_count_keeps_are_looked_up_again(device, monkeypatch):
+    monkeypatch.setattr(filter_module, "SAVED_RANGES", 1)
+    ref = read_fasta(LAMBDA)
+    params = IndexParams("#######", 5, 1 << 26)
+    seg = build_segment(ref, 0, ref.total_length, params)
+    strands = simulated_strands(ref, 40, 60, np.random.default_rng(5))
+    filt = Filter(device, params, 3, ref.total_length, ref.offsets)
+    got = filt.run(lookup.upload(device, seg), strands, filt.upload(strands, np.full(strands.n, 4)))
+    want = reference_filter([seg], params, strands, 3, 4, ref.offsets)
+    assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
+    ranges = [np.count_nonzero(np.subtract(*query.slot_ranges(seg, np.full(keys.size, seed), keys)))
+              for _, _, seed, keys in patterns(params, strands, 3, 4)]
+    assert 0 < sum(n > 1 for n in ranges) < len(ranges)  # both the kept ranges and the lookups again
 
 
 def test_reads_that_overflow_local_memory_are_merged_in_global_memory(tmp_path, device):
