@@ -95,8 +95,13 @@ inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __
                        __global const uint *slot_key, __global const uint *slot_start)
 {
     uint slot[LOOKUP_BATCH];
+#if LOOKUP_BATCH % 8 == 0 /* in eights: keys past n are hashed too, and their slots not read */
+    for (uint j = 0; j < n; j += 8)
+        vstore8(phf_slot8(vload8(0, keys + j), h.hash_seed, h.base, h.part, g), 0, slot + j);
+#else
     for (uint j = 0; j < n; ++j)
         slot[j] = phf_slot(keys[j], h.hash_seed, h.base, h.part, g);
+#endif
     for (uint j = 0; j < n; ++j) {
         uint v = slot[j];
         found[j] = slot_key[v] == keys[j] ? (uint2)(slot_start[v], slot_start[v + 1]) : (uint2)(0u, 0u);
@@ -108,7 +113,7 @@ inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __
 #define FOR_EACH_NEIGHBOR(p, VISIT)                                                         \
     do {                                                                                    \
         seed_hash_t h_ = seed_hash(p.seed, hash_seed, vertex_offset);                       \
-        uint keys_[LOOKUP_BATCH], n_ = 0;                                                   \
+        uint keys_[LOOKUP_BATCH] = {0}, n_ = 0;                                             \
         uint2 found_[LOOKUP_BATCH];                                                         \
         FOR_EACH_NEIGHBOR_KEY(p.key, QUEUE_KEY_, VISIT);                                    \
         FLUSH_KEYS_(VISIT);                                                                 \

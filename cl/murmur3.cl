@@ -1,26 +1,32 @@
 /* MurmurHash3_x86_32 of one 4-byte little-endian key, split like indexer/murmur3.py:
- * the key's scramble is shared by the three hashes of a hyperedge. */
+ * the key's scramble is shared by the three hashes of a hyperedge. Defined for one key (uint:
+ * murmur3_scramble, murmur3_finish) and for eight at once (uint8: murmur3_scramble8,
+ * murmur3_finish8), which a CPU evaluates in vector registers. */
 
-inline uint murmur3_scramble(uint key)
-{
-    uint k = key * 0xcc9e2d51u;
-    k = rotate(k, 15u);
-    return k * 0x1b873593u;
-}
+#define DEFINE_MURMUR3(T, SUFFIX)                           \
+    inline T murmur3_scramble##SUFFIX(T key)                \
+    {                                                       \
+        T k = key * 0xcc9e2d51u;                            \
+        k = rotate(k, (T)15u);                               \
+        return k * 0x1b873593u;                             \
+    }                                                       \
+                                                            \
+    inline T murmur3_finish##SUFFIX(T scrambled, uint seed) \
+    {                                                       \
+        T h = seed ^ scrambled;                             \
+        h = rotate(h, (T)13u);                               \
+        h = h * 5u + 0xe6546b64u;                           \
+        h ^= 4u;                                            \
+        h ^= h >> 16;                                       \
+        h *= 0x85ebca6bu;                                   \
+        h ^= h >> 13;                                       \
+        h *= 0xc2b2ae35u;                                   \
+        h ^= h >> 16;                                       \
+        return h;                                           \
+    }
 
-inline uint murmur3_finish(uint scrambled, uint seed)
-{
-    uint h = seed ^ scrambled;
-    h = rotate(h, 13u);
-    h = h * 5u + 0xe6546b64u;
-    h ^= 4u;
-    h ^= h >> 16;
-    h *= 0x85ebca6bu;
-    h ^= h >> 13;
-    h *= 0xc2b2ae35u;
-    h ^= h >> 16;
-    return h;
-}
+DEFINE_MURMUR3(uint, )
+DEFINE_MURMUR3(uint8, 8)
 
 __kernel void murmur3_batch(__global const uint *keys, __global const uint *seeds,
                             __global uint *out, uint n)
