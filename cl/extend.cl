@@ -35,27 +35,33 @@ inline void reset_column(uint words, ulong *pv, ulong *mv)
     }
 }
 
+/* One genome base through one word: its vertical deltas p, m and the horizontal ones entering it
+ * (hp, hm: +1 / -1) are updated to those leaving it at row `bottom`. */
+inline void word_step(ulong eq, ulong *p, ulong *m, ulong *hp, ulong *hm, uint bottom)
+{
+    ulong xv = eq | *m;
+    eq |= *hm;
+    ulong xh = (((eq & *p) + *p) ^ *p) | eq;
+    ulong ph = *m | ~(xh | *p);
+    ulong mh = *p & xh;
+    ulong out_p = (ph >> bottom) & 1UL, out_m = (mh >> bottom) & 1UL;
+    ph = (ph << 1) | *hp;
+    mh = (mh << 1) | *hm;
+    *hp = out_p;
+    *hm = out_m;
+    *p = mh | ~(xv | ph);
+    *m = ph & xv;
+}
+
 /* One genome base through all words; returns the change of the bottom cell, -1, 0 or +1. */
 inline int next_column(const ulong *peq, ulong *pv, ulong *mv, uint words, uint last, uchar base_code)
 {
     ulong hp = 0UL, hm = 0UL;  /* horizontal +1 / -1 entering the current word */
-    for (uint w = 0; w < words; ++w) {
-        ulong p = pv[w], m = mv[w];
-        ulong eq = base_code < 4 ? peq[w * 4u + base_code] : 0UL;
-        ulong xv = eq | m;
-        eq |= hm;
-        ulong xh = (((eq & p) + p) ^ p) | eq;
-        ulong ph = m | ~(xh | p);
-        ulong mh = p & xh;
-        uint bottom = w + 1u < words ? WORD_BITS - 1u : last;
-        ulong out_p = (ph >> bottom) & 1UL, out_m = (mh >> bottom) & 1UL;
-        ph = (ph << 1) | hp;
-        mh = (mh << 1) | hm;
-        hp = out_p;
-        hm = out_m;
-        pv[w] = mh | ~(xv | ph);
-        mv[w] = ph & xv;
-    }
+#pragma unroll  /* the words' state stays in registers */
+    for (uint w = 0; w < MAX_WORDS; ++w)
+        if (w < words)
+            word_step(base_code < 4 ? peq[w * 4u + base_code] : 0UL, pv + w, mv + w, &hp, &hm,
+                      w + 1u < words ? WORD_BITS - 1u : last);
     return (int)hp - (int)hm;
 }
 
