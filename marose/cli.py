@@ -14,7 +14,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from . import __version__, pipeline
 from .errors import MaroseError, run_command
 
-DEFAULT_BATCH = 100_000
+GPU_BATCH = 100_000
+CPU_BATCH = 25_000  # a CPU device maps a batch while the next is read and the last written
 DEFAULT_MAX_HITS = 100
 PROGRESS_SECONDS = 10.0
 
@@ -41,8 +42,9 @@ def _map_parser(sub) -> None:
                                     "PYOPENCL_CTX is honoured; default: a GPU if there is one")
     p.add_argument("-t", "--threads", type=int, help="CPU threads for the CPU OpenCL runtime and BAM "
                                                      "compression (default: all)")
-    p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH,
-                   help=f"reads per batch (default {DEFAULT_BATCH}); output does not depend on it")
+    p.add_argument("--batch-size", type=int,
+                   help=f"reads per batch (default {GPU_BATCH:,} on a GPU, {CPU_BATCH:,} on a CPU); "
+                        "output does not depend on it")
     p.add_argument("--explain", action="store_true",
                    help="print the filter parameters, their sensitivity guarantee and expected work")
     p.add_argument("--stats", metavar="FILE", help="write counts and seconds per stage as JSON to FILE")
@@ -94,7 +96,7 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
 
     if args.max_hits < 1:
         raise MaroseError("--max-hits must be at least 1")
-    if args.batch_size < 1:
+    if args.batch_size is not None and args.batch_size < 1:
         raise MaroseError("--batch-size must be at least 1")
     if args.max_errors is not None and not 0 <= args.max_errors <= 64:
         raise MaroseError(f"--max-errors {args.max_errors}: use 0..64")
@@ -105,11 +107,12 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
         os.environ.setdefault("POCL_CPU_MAX_CU_COUNT", str(args.threads))
         os.environ.setdefault("POCL_MAX_PTHREAD_COUNT", str(args.threads))
     path = find_index(args.index)
-    batches = read_batches(args.reads, args.batch_size)
-    # the index loads and the first batch is read while the device opens in this thread (which
-    # makes every OpenCL call)
-    loading, reading = _in_background(store.load, path, False), _in_background(next, batches)
+    # the index loads while the device opens in this thread (which makes every OpenCL call), and
+    # the first batch is read while the index is uploaded
+    loading = _in_background(store.load, path, False)
     device = Device(args.device, profile=bool(args.stats))
+    batches = read_batches(args.reads, args.batch_size or default_batch_size(device))
+    reading = _in_background(next, batches)
     index = loading.result()
     # the checksums are checked while mapping (zlib releases the interpreter lock)
     checked = _in_background(store.check_checksums, index)
@@ -166,6 +169,13 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
+
+
+def default_batch_size(device) -> int:
+    """Reads per batch on a device: on a CPU, batches smaller than a GPU's let one batch be
+    mapped while the next is read and the last written (100,000 H3 reads on the 2-core machine:
+    2.58-2.72 s in batches of 25,000, 2.73-2.97 s in one batch)."""
+    return CPU_BATCH if device.is_cpu else GPU_BATCH
 
 
 def _load_opencl_drivers() -> None:

@@ -118,6 +118,10 @@ class Device:
     def __repr__(self) -> str:
         return f"Device({describe(self.device)})"
 
+    @property
+    def is_cpu(self) -> bool:
+        return bool(self.device.type & self.cl.device_type.CPU)
+
     def program(self, files: tuple[str, ...], defines: dict | None = None):
         key = (files, tuple(sorted((defines or {}).items())))
         if key not in self._programs:

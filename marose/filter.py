@@ -92,7 +92,7 @@ def lookup_batch(device: Device) -> int:
     other work-items already, and keeps a batch's arrays in slower per-thread memory (on the
     H100, filter_count and filter_emit took 0.032 and 0.108 s with batches of 32 against 0.022
     and 0.085 s with 1)."""
-    return CPU_LOOKUP_BATCH if device.device.type & device.cl.device_type.CPU else 1
+    return CPU_LOOKUP_BATCH if device.is_cpu else 1
 
 
 class Filter:
