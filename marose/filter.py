@@ -16,9 +16,9 @@ from .row_sort import TILE, sort_long_rows
 
 PROGRAM = ("murmur3.cl", "phf.cl", "search.cl", "sort.cl", "filter.cl")
 STRANDS = ("strands.cl",)
-WORK_GROUP = 64
+GPU_WORK_GROUP = 64
+CPU_WORK_GROUP = 16  # a CPU runs a work-group's items in turn, and each barrier costs it a pass over them
 MAX_LOCAL_CANDIDATES = 4096
-BIG_RANGE = WORK_GROUP  # longer position ranges of long rows are written by a work-group each
 CPU_LOOKUP_BATCH = 32  # lookups a work-item hashes before it reads their slots, on a CPU
 SAVED_RANGES = 6  # position ranges a pattern's count keeps for its emit (more: emit looks them up again)
 
@@ -80,9 +80,16 @@ class Candidates:
     start: np.ndarray  # uint32 genome position where the read would start
 
 
-def local_capacity(device: Device) -> int:
-    """Candidates a work-group can sort in local memory on this device."""
-    spare = device.device.local_mem_size - 4 * (16 + 2) * WORK_GROUP - 1024
+def work_group(device: Device) -> int:
+    """Work-items of a read strand's work-group in the filter kernels (a CPU's are fewer: on
+    this 2-core machine, filter_count and filter_emit took 0.12-0.14 and 0.07-0.09 s with 16
+    against 0.14-0.19 and 0.10-0.14 s with 64)."""
+    return CPU_WORK_GROUP if device.is_cpu else GPU_WORK_GROUP
+
+
+def local_capacity(device: Device, wg: int) -> int:
+    """Candidates a work-group of wg items can sort in local memory on this device."""
+    spare = device.device.local_mem_size - 4 * (16 + 2) * wg - 1024
     return int(max(256, min(MAX_LOCAL_CANDIDATES, spare // 8)) // (TILE // 2) * (TILE // 2))
 
 
@@ -97,17 +104,20 @@ def lookup_batch(device: Device) -> int:
 
 class Filter:
     """Seed and filter on one device for an index's parameters and a neighborhood error count e
-    (lookups_at_once: the kernels' lookup batch, default lookup_batch(device))."""
+    (lookups_at_once: the kernels' lookup batch, default lookup_batch(device); wg: their
+    work-group size, default work_group(device)). Position ranges longer than wg, in rows
+    sorted in global memory, are written by a work-group each."""
 
     def __init__(self, device: Device, params: IndexParams, e: int, genome_length: int,
-                 contig_offsets: np.ndarray, lookups_at_once: int | None = None):
+                 contig_offsets: np.ndarray, lookups_at_once: int | None = None, wg: int | None = None):
         self.device = device
-        self.capacity = local_capacity(device)
+        self.wg = wg or work_group(device)
+        self.capacity = local_capacity(device, self.wg)
         seed_mask = sum(1 << j for j in params.seed_offsets)
         self.width = params.width
         defines = {"SPAN": params.span, "LN": params.ln, "SEED_MASK": f"{seed_mask}u", "E": e,
                    "LOOKUP_BATCH": lookups_at_once or lookup_batch(device), "SAVED": SAVED_RANGES,
-                   "WG": WORK_GROUP, "CAP": self.capacity, "BIG_RANGE": BIG_RANGE,
+                   "WG": self.wg, "CAP": self.capacity, "BIG_RANGE": self.wg,
                    "KEY_BITS": max(1, int(genome_length - 1).bit_length())}
         self.sort_defines = {name: defines[name] for name in ("WG", "CAP", "KEY_BITS")}
         self.count_kernel = device.kernel(PROGRAM, "filter_count", defines)
@@ -134,23 +144,24 @@ class Filter:
         if n == 0:
             return DeviceCandidates(d.empty(4), d.to_device(np.zeros(1, np.uint32)), d.empty(4),
                                     np.zeros(1, np.uint32))
-        global_size = (n * WORK_GROUP,)
-        item_count, read_count = d.empty(4 * n * WORK_GROUP), d.empty(4 * n)
+        wg = self.wg
+        global_size = (n * wg,)
+        item_count, read_count = d.empty(4 * n * wg), d.empty(4 * n)
         n_patterns = max(1, reads_on_device.n_patterns)
         saved, n_found = d.empty(8 * SAVED_RANGES * n_patterns), d.empty(4 * n_patterns)
-        d.launch(self.count_kernel, global_size, (WORK_GROUP,), *reads_on_device.buffers, *seg.tables,
+        d.launch(self.count_kernel, global_size, (wg,), *reads_on_device.buffers, *seg.tables,
                  reads_on_device.pattern_base, item_count, read_count, saved, n_found)
         counts = d.read(read_count, np.uint32, n).astype(np.int64)
         offsets = region_offsets(counts)
         candidates, out_count = d.empty(4 * int(offsets[-1])), d.empty(4 * n)
         offsets_on_device = d.to_device(offsets)
-        most_big = int(counts[counts > self.capacity].sum()) // (BIG_RANGE + 1)  # long ranges there can be
+        most_big = int(counts[counts > self.capacity].sum()) // (wg + 1)  # long ranges there can be
         big_ranges, listed = d.empty(16 * most_big), d.zeros(4)
-        d.launch(self.emit_kernel, global_size, (WORK_GROUP,), *reads_on_device.buffers, *seg.tables,
+        d.launch(self.emit_kernel, global_size, (wg,), *reads_on_device.buffers, *seg.tables,
                  reads_on_device.pattern_base, saved, n_found, seg.positions, self.contig_start, self.n_contigs,
                  item_count, offsets_on_device, candidates, out_count, big_ranges, listed)
         if most_big:
-            d.launch(self.expand_kernel, (most_big * WORK_GROUP,), (WORK_GROUP,), big_ranges, listed, seg.positions,
+            d.launch(self.expand_kernel, (most_big * wg,), (wg,), big_ranges, listed, seg.positions,
                      self.contig_start, self.n_contigs, candidates)
         sort_long_rows(d, self.sort_defines, candidates, offsets, offsets_on_device, counts, read_count, out_count)
         return DeviceCandidates(candidates, offsets_on_device, out_count, offsets)

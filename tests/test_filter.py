@@ -11,7 +11,7 @@ from indexer.build import IndexParams, build_segment, segment_bounds
 from marose import filter as filter_module
 from marose import lookup
 from marose.dna import N_CODE, encode
-from marose.filter import Candidates, Filter, Strands, local_capacity, unique_candidates
+from marose.filter import Candidates, Filter, Strands, unique_candidates
 from marose.reference import read_fasta
 
 
@@ -78,21 +78,21 @@ def simulated_strands(ref, n, length, rng, n_sub=2, n_with_n=3):
     return Strands.from_reads(codes, lengths)
 
 
-@pytest.mark.parametrize("mask,ln,e,step,seg_size,batch", [
-    ("########", 7, 1, 1, 1 << 26, None),
-    ("#####-##", 6, 2, 2, 20_000, None),
-    ("########", 7, 0, 3, 1 << 26, None),
-    ("#######", 5, 3, 4, 1 << 26, None),
-    ("#####-##", 6, 2, 2, 20_000, 1),  # a GPU's batch
-    ("#######", 5, 3, 4, 1 << 26, 7),  # batches cut mid-neighborhood
+@pytest.mark.parametrize("mask,ln,e,step,seg_size,batch,wg", [
+    ("########", 7, 1, 1, 1 << 26, None, None),
+    ("#####-##", 6, 2, 2, 20_000, None, None),
+    ("########", 7, 0, 3, 1 << 26, None, None),
+    ("#######", 5, 3, 4, 1 << 26, None, None),
+    ("#####-##", 6, 2, 2, 20_000, 1, 64),  # a GPU's batch and work-group
+    ("#######", 5, 3, 4, 1 << 26, 7, 8),  # batches cut mid-neighborhood; more patterns than work-items
 ])
-def test_kernel_equals_numpy_twin(device, mask, ln, e, step, seg_size, batch):
+def test_kernel_equals_numpy_twin(device, mask, ln, e, step, seg_size, batch, wg):
     rng = np.random.default_rng(len(mask) * 10 + e)
     ref = read_fasta(LAMBDA)
     params = IndexParams(mask, ln, seg_size)
     segments = [build_segment(ref, a, b, params) for a, b in segment_bounds(ref.total_length, seg_size)]
     strands = simulated_strands(ref, 40, 60, rng)
-    filt = Filter(device, params, e, ref.total_length, ref.offsets, lookups_at_once=batch)
+    filt = Filter(device, params, e, ref.total_length, ref.offsets, lookups_at_once=batch, wg=wg)
     on_device = filt.upload(strands, np.full(strands.n, step))
     rows, starts = [], []
     for seg in segments:
@@ -121,19 +121,20 @@ def test_patterns_with_more_ranges_than_count_keeps_are_looked_up_again(device, 
     assert 0 < sum(n > 1 for n in ranges) < len(ranges)  # both the kept ranges and the lookups again
 
 
-def test_reads_that_overflow_local_memory_are_merged_in_global_memory(tmp_path, device):
+@pytest.mark.parametrize("wg", [None, 64])
+def test_reads_that_overflow_local_memory_are_merged_in_global_memory(tmp_path, device, wg):
     path = write_fasta(tmp_path / "rep.fa", {"rep": "ACGTTGCAAGT" * 2000, "tail": "ACGTTGCAAGT" * 30 + "TTTT"})
     ref = read_fasta(path)
     params = IndexParams("#####", 5, 1 << 26)
     seg = build_segment(ref, 0, ref.total_length, params)
     codes = np.tile(encode("ACGTTGCAAGT" * 5)[None, :], (3, 1))
     strands = Strands.from_reads(codes, np.array([55, 40, 16]))
-    filt = Filter(device, params, 1, ref.total_length, ref.offsets)
+    filt = Filter(device, params, 1, ref.total_length, ref.offsets, wg=wg)
     got = filt.run(lookup.upload(device, seg), strands, filt.upload(strands, np.ones(strands.n)))
     want = reference_filter([seg], params, strands, 1, 1, ref.offsets)
     assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
     raw = np.bincount(want.row, minlength=strands.n) * (strands.lengths - params.width + 1)
-    capacity = local_capacity(device)
+    capacity = filt.capacity
     assert raw[0] > 2 * capacity and raw[2] > capacity  # several merge rounds, and one round
     assert ref.offsets[1] in got.start  # a read hanging over the second contig's start is clamped to it
 
@@ -173,7 +174,7 @@ def test_reads_sorted_by_rank_and_by_radix_agree_with_the_twin(tmp_path, device)
     for i, r in enumerate(reads):
         codes[i, : r.size] = r
     strands = Strands.from_reads(codes, np.array([r.size for r in reads]))
-    filt = Filter(device, params, 0, ref.total_length, ref.offsets)
+    filt = Filter(device, params, 0, ref.total_length, ref.offsets, wg=64)  # rank sorts up to 4 wg
     got = filt.run(lookup.upload(device, seg), strands, filt.upload(strands, np.ones(strands.n)))
     want = reference_filter([seg], params, strands, 0, 1, ref.offsets)
     assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
@@ -185,7 +186,7 @@ def test_reads_sorted_by_rank_and_by_radix_agree_with_the_twin(tmp_path, device)
         keys = [int(np.sum(read[o + 5 : o + 10].astype(np.int64) << (2 * np.arange(5)[::-1]))) for o in offsets]
         begin, end = query.slot_ranges(seg, np.array(seeds), np.array(keys, dtype=np.uint32))
         raw.append(int(np.sum(end - begin)))
-    assert 64 < raw[0] <= 256 < raw[1] <= local_capacity(device)  # one rank sort, one radix sort
+    assert 64 < raw[0] <= 256 < raw[1] <= filt.capacity  # one rank sort, one radix sort
 
 
 def test_no_rows_no_candidates(device):
