@@ -18,13 +18,11 @@ from typing import Sequence, Union
 import numpy as np
 
 from .align import NO_HIT, WORD_BITS, n_words
-from .device import Device, groups
+from .device import PLAIN, Device, groups
 from .dna import N_CODE, decode
 from .regions import leading_entries, region_offsets
 
-DISTANCES = ("search.cl", "extend.cl")
-TRACEBACK = ("traceback.cl",)
-LOCI = ("search.cl", "loci.cl")
+ALIGN = ("search.cl", "extend.cl", "traceback.cl")  # one program, built with alignment_defines
 
 # Traceback operations, first to last in a row of ops.
 OP_MATCH, OP_MISMATCH, OP_INS, OP_DEL = range(4)
@@ -93,6 +91,12 @@ def max_k(k: int) -> int:
     return max(8, _power_of_two_at_least(k))
 
 
+def alignment_defines(longest: int, k: int) -> dict:
+    """Build options of the alignment kernels for reads up to `longest` bases and k edits."""
+    words = max_words(longest)
+    return {"MAX_WORDS": words, "MAX_LEN": WORD_BITS * words, "MAX_K": max_k(k)}
+
+
 def _check_k(k: int) -> None:
     if not 0 <= k < NO_HIT:
         raise ValueError(f"k must be in 0..{NO_HIT - 1}, got {k}")
@@ -124,7 +128,7 @@ def end_distances(device: Device, reads: ReadsLike, genome_buffer, cand_read: np
     if n and (cand_start.astype(np.int64) + cand_len).max() > genome_buffer.size:
         raise ValueError("a window runs past the end of the genome")
     out = device.empty(n * width)
-    device.launch(device.kernel(DISTANCES, "end_distances", {"MAX_WORDS": max_words(longest)}), groups(n, 64),
+    device.launch(device.kernel(ALIGN, "end_distances", alignment_defines(longest, k)), groups(n, 64),
                   None, *batch.buffers, genome_buffer, device.to_device(cand_read), device.to_device(cand_start),
                   device.to_device(cand_len), np.uint32(n), np.uint32(width), np.uint32(k), out)
     return device.read(out, np.uint8, n * width).reshape(n, width)
@@ -222,7 +226,7 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     n_tasks = int(task_base[-1])
     if n_tasks * ROOM >= RERUN:
         raise MemoryError("too many candidates in one batch; use a smaller --batch-size")
-    kernel = device.kernel(DISTANCES, "row_loci", {"MAX_WORDS": max_words(int(reads.lengths.max()))})
+    kernel = device.kernel(ALIGN, "row_loci", alignment_defines(int(reads.lengths.max()), k))
     task_base_buffer = device.to_device(task_base)
     found, src = device.empty(4 * n_tasks), device.empty(4 * n_tasks)
     ends, dists = [device.empty(4 * n_tasks * ROOM)], [device.empty(n_tasks * ROOM)]
@@ -244,7 +248,7 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
         device.launch(kernel, groups(rerun, 64), None, *arguments, over_task, device.to_device(offsets),
                       np.uint32(rerun), *results, ends[1], dists[1], n_over, over_task, over_found)
     count = device.empty(4 * n_rows)
-    device.launch(device.kernel(LOCI, "row_counts"), groups(n_rows, 64), None, task_base_buffer, found,
+    device.launch(device.kernel(PLAIN, "row_counts"), groups(n_rows, 64), None, task_base_buffer, found,
                   np.uint32(n_rows), count)
     return RowLoci(device.read(count, np.uint32, n_rows).astype(np.int64), row_size, task_base, found, src,
                    (ends[0], ends[-1]), (dists[0], dists[-1]))
@@ -297,7 +301,7 @@ def best_loci_on_device(device: Device, loci: RowLoci, n_reads: int, k: int, max
     total = int(first[-1])
     row, end, dist = device.empty(4 * total), device.empty(4 * total), device.empty(total)
     if total:
-        device.launch(device.kernel(LOCI, "best_loci"), groups(n_reads, 64), None, device.to_device(loci.task_base),
+        device.launch(device.kernel(PLAIN, "best_loci"), groups(n_reads, 64), None, device.to_device(loci.task_base),
                       loci.src, loci.found, *loci.ends, *loci.dists, device.to_device(first), np.uint32(n_reads),
                       np.uint32(k), row, end, dist)
     return DeviceLoci(n_loci, first, row, end, dist)
@@ -318,7 +322,7 @@ def place_loci(device: Device, loci: DeviceLoci, reads: DeviceReads, contig_star
     n = loci.size
     contig, slice_start = device.empty(4 * n), device.empty(4 * n)
     if n:
-        device.launch(device.kernel(LOCI, "place_loci"), groups(n, 64), None, loci.row, loci.end, np.uint32(n),
+        device.launch(device.kernel(PLAIN, "place_loci"), groups(n, 64), None, loci.row, loci.end, np.uint32(n),
                       reads.lengths_buffer, contig_start_buffer, np.uint32(n_contigs), np.uint32(k), contig,
                       slice_start)
     return PlacedLoci(contig, slice_start)
@@ -369,12 +373,12 @@ def trace_on_device(device: Device, reads: DeviceReads, genome_buffer, loci_read
                     n: int, k: int) -> DeviceTracebacks:
     """trace of n loci whose reads, ends and slice starts are buffers on the device."""
     longest = int(reads.lengths.max()) if reads.lengths.size else 1
-    defines = {"MAX_LEN": WORD_BITS * max_words(longest), "MAX_K": max_k(k)}
+    defines = alignment_defines(longest, k)
     width = defines["MAX_LEN"] + defines["MAX_K"]
     starts, counts, ops = device.empty(4 * n), device.empty(4 * n), device.empty(n * width)
     untraced = device.zeros(4)
     if n:
-        device.launch(device.kernel(TRACEBACK, "traceback", defines), groups(n, 64), None, *reads.buffers,
+        device.launch(device.kernel(ALIGN, "traceback", defines), groups(n, 64), None, *reads.buffers,
                       genome_buffer, loci_read, loci_end, slice_start, np.uint32(n), np.uint32(k), starts, ops,
                       counts, untraced)
     return DeviceTracebacks(n, starts, counts, ops, width, untraced)

@@ -8,14 +8,13 @@ import numpy as np
 
 from indexer.build import IndexParams
 
-from .device import Device, groups
+from .device import PLAIN, Device, groups
 from .dna import N_CODE, complement
 from .lookup import DeviceSegment
 from .regions import leading_entries, region_offsets
 from .row_sort import TILE, sort_long_rows
 
-PROGRAM = ("murmur3.cl", "phf.cl", "search.cl", "sort.cl", "filter.cl")
-STRANDS = ("strands.cl",)
+PROGRAM = ("murmur3.cl", "phf.cl", "search.cl", "sort.cl", "filter.cl", "row_sort.cl")  # one program
 GPU_WORK_GROUP = 64
 CPU_WORK_GROUP = 16  # a CPU runs a work-group's items in turn, and each barrier costs it a pass over them
 MAX_LOCAL_CANDIDATES = 4096
@@ -52,7 +51,7 @@ class Strands:
         n, width = codes.shape
         rows, n_count = device.empty(2 * codes.size), device.empty(4 * n)
         if n:
-            device.launch(device.kernel(STRANDS, "both_strands"), groups(n, 64), None, device.to_device(codes),
+            device.launch(device.kernel(PLAIN, "both_strands"), groups(n, 64), None, device.to_device(codes),
                           device.to_device(lengths.astype(np.uint32)), np.uint32(n), np.uint32(width), rows, n_count)
         strands = cls(None, np.repeat(lengths.astype(np.uint32), 2), width, rows)
         return strands, device.read(n_count, np.uint32, n).astype(np.int64)
@@ -118,8 +117,8 @@ class Filter:
         defines = {"SPAN": params.span, "LN": params.ln, "SEED_MASK": f"{seed_mask}u", "E": e,
                    "LOOKUP_BATCH": lookups_at_once or lookup_batch(device), "SAVED": SAVED_RANGES,
                    "WG": self.wg, "CAP": self.capacity, "BIG_RANGE": self.wg,
-                   "KEY_BITS": max(1, int(genome_length - 1).bit_length())}
-        self.sort_defines = {name: defines[name] for name in ("WG", "CAP", "KEY_BITS")}
+                   "KEY_BITS": max(1, int(genome_length - 1).bit_length()), "TILE": TILE}
+        self.defines = defines
         self.count_kernel = device.kernel(PROGRAM, "filter_count", defines)
         self.emit_kernel = device.kernel(PROGRAM, "filter_emit", defines)
         self.expand_kernel = device.kernel(PROGRAM, "expand_ranges", defines)
@@ -163,7 +162,8 @@ class Filter:
         if most_big:
             d.launch(self.expand_kernel, (most_big * wg,), (wg,), big_ranges, listed, seg.positions,
                      self.contig_start, self.n_contigs, candidates)
-        sort_long_rows(d, self.sort_defines, candidates, offsets, offsets_on_device, counts, read_count, out_count)
+        sort_long_rows(d, self.defines, candidates, offsets, offsets_on_device, counts, read_count, out_count,
+                       PROGRAM)
         return DeviceCandidates(candidates, offsets_on_device, out_count, offsets)
 
     def run(self, seg: DeviceSegment, strands: Strands, reads_on_device: "FilterReads") -> Candidates:

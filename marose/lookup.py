@@ -10,11 +10,10 @@ import numpy as np
 from indexer.build import Segment
 from indexer.store import Index
 
-from .device import Device, groups
+from .device import PLAIN, Device, groups
 from .reference import Reference
 
 PROGRAM = ("murmur3.cl", "phf.cl", "lookup.cl")
-GENOME = ("genome.cl",)
 # A segment's tables on the device, in the order the kernels take them.
 TABLES = ("hash_seed", "vertex_offset", "g", "slot_key", "slot_start", "positions")
 RESIDENT_FRACTION = 0.6  # of device memory the index segments may hold at once
@@ -73,11 +72,11 @@ def unpack_genome(device: Device, reference: Reference, packed):
     (uploaded: a quarter of the bytes to copy, and no unpacking on the host) and N runs."""
     length = reference.total_length
     codes = device.empty(length)
-    device.launch(device.kernel(GENOME, "unpack_genome"), groups(-(-length // 4)), None, packed,
+    device.launch(device.kernel(PLAIN, "unpack_genome"), groups(-(-length // 4)), None, packed,
                   np.uint32(length), codes)
     runs = np.ascontiguousarray(reference.runs, dtype=np.int64)
     if runs.size:
-        device.launch(device.kernel(GENOME, "mark_n_runs"), groups(runs.shape[0]), None, device.to_device(runs),
+        device.launch(device.kernel(PLAIN, "mark_n_runs"), groups(runs.shape[0]), None, device.to_device(runs),
                       np.uint32(runs.shape[0]), codes)
     return codes
 

@@ -36,7 +36,7 @@ seconds["import pysam (FASTA input or BAM output only)"] = time.perf_counter() -
 t = time.perf_counter()
 from indexer import store
 from marose import extend
-from marose.device import Device
+from marose.device import PLAIN, Device
 from marose.mapper import Mapper
 from marose.sam_records import DeviceSamFormatter
 seconds["import marose"] = time.perf_counter() - t
@@ -55,9 +55,8 @@ device.queue.finish()
 seconds["index upload"] = time.perf_counter() - t
 t = time.perf_counter()
 mapper.filter(mapper.choice(READ_LENGTH).params.e)
-device.kernel(extend.DISTANCES, "row_loci", {"MAX_WORDS": extend.max_words(READ_LENGTH)})
-device.kernel(extend.TRACEBACK, "traceback", {"MAX_LEN": 64 * extend.max_words(READ_LENGTH),
-                                               "MAX_K": extend.max_k(K)})
+device.kernel(extend.ALIGN, "row_loci", extend.alignment_defines(READ_LENGTH, K))
+device.kernel(PLAIN, "best_loci")
 DeviceSamFormatter(device, mapper.genome, index.reference.names, 100, None)
 seconds["program builds (first use, in the mapping)"] = time.perf_counter() - t
 print(json.dumps(seconds))
