@@ -13,13 +13,14 @@ from .dna import N_CODE, complement
 from .lookup import DeviceSegment
 from .regions import leading_entries, region_offsets
 from .row_sort import TILE, sort_long_rows
+from .sensitivity import neighborhood_size
 
 PROGRAM = ("murmur3.cl", "phf.cl", "search.cl", "sort.cl", "filter.cl", "row_sort.cl")  # one program
 GPU_WORK_GROUP = 64
 CPU_WORK_GROUP = 16  # a CPU runs a work-group's items in turn, and each barrier costs it a pass over them
 MAX_LOCAL_CANDIDATES = 4096
 CPU_LOOKUP_BATCH = 32  # lookups a work-item hashes before it reads their slots, on a CPU
-SAVED_RANGES = 6  # position ranges a pattern's count keeps for its emit (more: emit looks them up again)
+SAVED_RANGES = 6  # position ranges a pattern's count keeps at most for its emit (more: emit looks them up again)
 
 
 @dataclass
@@ -114,8 +115,9 @@ class Filter:
         self.capacity = local_capacity(device, self.wg)
         seed_mask = sum(1 << j for j in params.seed_offsets)
         self.width = params.width
+        self.saved = min(SAVED_RANGES, neighborhood_size(params.ln, e))  # a pattern finds a range a lookup
         defines = {"SPAN": params.span, "LN": params.ln, "SEED_MASK": f"{seed_mask}u", "E": e,
-                   "LOOKUP_BATCH": lookups_at_once or lookup_batch(device), "SAVED": SAVED_RANGES,
+                   "LOOKUP_BATCH": lookups_at_once or lookup_batch(device), "SAVED": self.saved,
                    "WG": self.wg, "CAP": self.capacity, "BIG_RANGE": self.wg,
                    "KEY_BITS": max(1, int(genome_length - 1).bit_length()), "TILE": TILE}
         self.defines = defines
@@ -147,7 +149,7 @@ class Filter:
         global_size = (n * wg,)
         item_count, read_count = d.empty(4 * n * wg), d.empty(4 * n)
         n_patterns = max(1, reads_on_device.n_patterns)
-        saved, n_found = d.empty(8 * SAVED_RANGES * n_patterns), d.empty(4 * n_patterns)
+        saved, n_found = d.empty(8 * self.saved * n_patterns), d.empty(4 * n_patterns)
         d.launch(self.count_kernel, global_size, (wg,), *reads_on_device.buffers, *seg.tables,
                  reads_on_device.pattern_base, item_count, read_count, saved, n_found)
         counts = d.read(read_count, np.uint32, n).astype(np.int64)
