@@ -119,7 +119,7 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     ref = index.reference
     on_device = DeviceIndex(index, device)  # while the first batch is still being read
     first = reading.result()
-    first_length = int(first.codes()[1][0])
+    first_length = int(first.lengths()[0])
     k = args.max_errors if args.max_errors is not None else default_max_errors(first_length)
     log(f"index {index.path} ({ref.total_length:,} bases, {len(index.segments)} segment(s)); "
         f"k={k}; device {describe(device.device)}")

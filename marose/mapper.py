@@ -117,8 +117,8 @@ class Mapper:
         """The loci of every read of the batch, sorted by read then best first (up to max_hits a
         read), and the number of loci of each read."""
         with self.stats.timing("encode"):
-            codes, lengths = batch.codes()
-            strands, n_bases_n = Strands.on_device(self.device, codes, lengths)
+            lengths = batch.lengths()
+            strands, n_bases_n = Strands.on_device(self.device, *batch.letters)
             too_short = lengths < self.index.params.width
             too_many_n = (n_bases_n > self.k) & ~too_short
             self.stats.too_short += int(too_short.sum())

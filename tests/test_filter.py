@@ -12,6 +12,7 @@ from marose import filter as filter_module
 from marose import lookup
 from marose.dna import N_CODE, encode
 from marose.filter import Candidates, Filter, Strands, unique_candidates
+from marose.reads import ReadBatch
 from marose.reference import read_fasta
 
 
@@ -141,16 +142,17 @@ def test_reads_that_overflow_local_memory_are_merged_in_global_memory(tmp_path, 
 
 def test_strands_on_the_device_equal_the_host_ones(device):
     rng = np.random.default_rng(4)
-    lengths = rng.integers(1, 60, 50)
-    codes = np.full((50, 60), N_CODE, dtype=np.uint8)
-    for r, length in enumerate(lengths):
-        codes[r, :length] = rng.choice(5, length, p=[0.24, 0.24, 0.24, 0.24, 0.04])
+    letters = np.frombuffer(b"ACGTacgtNnRYKMSWBDHV", dtype=np.uint8)
+    seqs = [rng.choice(letters, int(length), p=[0.1] * 8 + [0.2 / 12] * 12).tobytes()
+            for length in rng.integers(1, 60, 50)]
+    batch = ReadBatch([f"r{i}" for i in range(len(seqs))], seqs, None, 0)
+    codes, lengths = batch.codes()
     want = Strands.from_reads(codes, lengths)
-    got, n_count = Strands.on_device(device, codes, lengths)
+    got, n_count = Strands.on_device(device, *batch.letters)
     assert np.array_equal(device.read(got.buffer, np.uint8, want.codes.size).reshape(want.codes.shape), want.codes)
     assert np.array_equal(got.lengths, want.lengths) and np.array_equal(got.offsets, want.offsets)
     assert n_count.tolist() == [int(np.sum(codes[r, :length] == N_CODE)) for r, length in enumerate(lengths)]
-    assert n_count.sum() > 10
+    assert n_count.sum() > 10 and len(set(lengths.tolist())) > 20
 
 
 def test_strands_reverse_complement_each_read():
