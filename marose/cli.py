@@ -10,12 +10,14 @@ import shlex
 import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Callable, Iterator
 
 from . import __version__, pipeline
 from .errors import MaroseError, run_command
 
 GPU_BATCH = 100_000
 CPU_BATCH = 25_000  # a CPU device maps a batch while the next is read and the last written
+FIRST_BATCH = CPU_BATCH  # read before the device is known
 DEFAULT_MAX_HITS = 100
 PROGRESS_SECONDS = 10.0
 
@@ -107,12 +109,12 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
         os.environ.setdefault("POCL_CPU_MAX_CU_COUNT", str(args.threads))
         os.environ.setdefault("POCL_MAX_PTHREAD_COUNT", str(args.threads))
     path = find_index(args.index)
-    # the index loads while the device opens in this thread (which makes every OpenCL call), and
-    # the first batch is read while the index is uploaded
+    # the index loads and the first batch is read while the device opens in this thread (which
+    # makes every OpenCL call); the device's batch size is asked for when the second batch is
     loading = _in_background(store.load, path, False)
-    device = Device(args.device, profile=bool(args.stats))
-    batches = read_batches(args.reads, args.batch_size or default_batch_size(device))
+    batches = read_batches(args.reads, batch_sizes(args.batch_size, lambda: default_batch_size(device)))
     reading = _in_background(next, batches)
+    device = Device(args.device, profile=bool(args.stats))
     index = loading.result()
     # the checksums are checked while mapping (zlib releases the interpreter lock)
     checked = _in_background(store.check_checksums, index)
@@ -169,6 +171,16 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
+
+
+def batch_sizes(given: int | None, device_default: Callable[[], int]) -> Iterator[int]:
+    """Reads per batch: as given, else a first batch of FIRST_BATCH, read while the device opens
+    so that mapping starts sooner, then the device's default."""
+    if given:
+        yield from itertools.repeat(given)
+        return
+    yield FIRST_BATCH
+    yield from itertools.repeat(device_default())
 
 
 def default_batch_size(device) -> int:

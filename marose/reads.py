@@ -9,7 +9,7 @@ import threading
 import zlib
 from dataclasses import dataclass
 from functools import cached_property
-from typing import BinaryIO, Generator, Iterator, Sequence, TypeVar
+from typing import BinaryIO, Generator, Iterable, Iterator, Sequence, TypeVar
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -186,35 +186,43 @@ def _joined_texts(texts: list[np.ndarray], offsets: list[np.ndarray]) -> tuple[n
     return np.concatenate([t[:end] for t, end in zip(texts, ends)]), joined_offsets.astype(np.uint32)
 
 
-def read_batches(path: str, batch_size: int) -> Iterator[ReadBatch]:
+def read_batches(path: str, batch_size: int | Iterable[int]) -> Iterator[ReadBatch]:
     """Reads of a FASTQ or FASTA file ('-' for stdin, plain or gzip) in batches.
 
     The format comes from the first byte ('@' FASTQ, '>' FASTA) and gzip from the
-    magic bytes. Every batch holds batch_size reads except possibly the last.
+    magic bytes. Every batch holds batch_size reads except possibly the last; batch_size may
+    also be the sizes of the batches in turn, each taken from it when its batch is asked for.
     Raises MaroseError naming the file (and record) for unreadable or bad input.
     """
-    if batch_size < 1:
-        raise ValueError("batch_size must be at least 1")
+    sizes = itertools.repeat(batch_size) if isinstance(batch_size, int) else iter(batch_size)
+    size = _checked_size(next(sizes))
     label = "stdin" if path == "-" else path
     pending: list[PackedReads] = []
     count = emitted = 0
     for chunk in _parse(path, label):
         pending.append(chunk)
         count += len(chunk)
-        if count < batch_size:
+        if count < size:
             continue
         reads = _joined(pending)
         start = 0
-        while count - start >= batch_size:
-            yield ReadBatch.from_packed(_sliced(reads, start, start + batch_size), emitted)
-            emitted += batch_size
-            start += batch_size
+        while count - start >= size:
+            yield ReadBatch.from_packed(_sliced(reads, start, start + size), emitted)
+            emitted += size
+            start += size
+            size = _checked_size(next(sizes))
         pending = [_sliced(reads, start, count)] if start < count else []
         count -= start
     if pending:
         yield ReadBatch.from_packed(_joined(pending), emitted)
     elif emitted == 0:
         raise MaroseError(f"no reads in {label}")
+
+
+def _checked_size(size: int) -> int:
+    if size < 1:
+        raise ValueError("batch_size must be at least 1")
+    return size
 
 
 def _parse(path: str, label: str) -> Iterator[PackedReads]:

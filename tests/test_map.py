@@ -158,6 +158,15 @@ def test_h3_protocol_reads_all_found(tmp_path):
     assert {x[0] for x in got} == set(range(200))
 
 
+def test_batch_sizes_a_small_first_batch_then_the_device_default():
+    opened = []
+    sizes = cli.batch_sizes(None, lambda: opened.append("device") or 70_000)
+    assert next(sizes) == cli.FIRST_BATCH and opened == []  # read before the device is open
+    assert [next(sizes) for _ in range(3)] == [70_000] * 3 and opened == ["device"]
+    given = cli.batch_sizes(500, lambda: 1 / 0)
+    assert [next(given) for _ in range(3)] == [500] * 3
+
+
 def test_output_is_identical_across_batch_sizes_and_segments(lambda_two_contigs, tmp_path):
     rng = np.random.default_rng(4)
     from marose.reference import read_fasta as rf

@@ -153,6 +153,30 @@ def test_small_chunks_give_the_same_reads(tmp_path: Path, monkeypatch: pytest.Mo
         assert read_all(fa, 33) == (names, seqs, None), size
 
 
+def test_batch_sizes_taken_in_turn_as_each_batch_is_asked_for(tmp_path: Path) -> None:
+    data, names, seqs, quals = random_fastq(250, seed=2)
+    path = write(tmp_path / "r.fq", data)
+    asked = []
+
+    def sizes():
+        for size in (7, 100):
+            asked.append(size)
+            yield size
+        while True:
+            asked.append(60)
+            yield 60
+
+    batches = read_batches(path, sizes())
+    first = next(batches)
+    assert len(first) == 7 and asked == [7]  # the next size is not asked for before its batch is
+    rest = list(batches)
+    assert [len(b) for b in rest] == [100, 60, 60, 23]
+    assert [b.first_index for b in [first, *rest]] == [0, 7, 107, 167, 227]
+    assert [n for b in [first, *rest] for n in b.names] == names
+    with pytest.raises(ValueError):
+        next(read_batches(path, iter([0])))
+
+
 @pytest.mark.parametrize("batch_size", [1, 2, 3, 7, 100, 1000])
 def test_batch_sizes_give_the_same_reads(tmp_path: Path, batch_size: int) -> None:
     data, names, seqs, quals = random_fastq(250, seed=1)
