@@ -294,8 +294,15 @@ def main(argv=None, exit_when_done: bool = False) -> int:
 
 
 def entry() -> None:
-    """The `marose` command."""
-    sys.exit(main(exit_when_done=True))
+    """The `marose` command. The process ends as soon as the outcome is reported, failures too:
+    after an error, a thread still reading the first batch from a pipe would hold it up."""
+    status = main(exit_when_done=True)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can be said there
+            pass
+    os._exit(status)
 
 
 if __name__ == "__main__":

@@ -296,6 +296,22 @@ def test_the_command_ends_with_all_of_its_output_written(lambda_index, tmp_path)
     assert json.load(open(tmp_path / "s.json"))["reads"] == 50
 
 
+def test_an_error_ends_the_command_while_reads_still_wait_on_a_pipe(lambda_index, tmp_path):
+    """The first batch is read while the device opens: a run that fails meanwhile ends at once,
+    though its reading thread waits for reads from a pipe that stays open."""
+    proc = subprocess.Popen([sys.executable, "-m", "marose.cli", "map", "-x", lambda_index, "-", "--device",
+                             "no-such-device", "-o", str(tmp_path / "out.sam")],
+                            stdin=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    try:
+        assert proc.wait(timeout=60) == 1
+        assert b"no OpenCL device" in proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.stdin.close()
+        proc.stderr.close()
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_corrupted_index_fails_the_run_and_writes_nothing(tmp_path):
     fasta = tmp_path / "lambda.fa.gz"
     fasta.write_bytes(open(LAMBDA, "rb").read())
