@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import math
 import os
-from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from .errors import MaroseError
+from .staging import Staging
 
-STAGING_BYTES = 8 << 20  # each pinned buffer uploads go through
-STAGING_SLOTS = 4  # such buffers, filled by as many threads
+STAGING_BYTES = 8 << 20  # each pinned buffer large copies go through (staging.py)
 LOCAL_SIZE = 64  # work-items a group of kernels launched without a work-group size (see launch)
 
 
@@ -114,6 +113,9 @@ class Device:
         import pyopencl.tools
 
         self._pool = pyopencl.tools.MemoryPool(pyopencl.tools.ImmediateAllocator(self.queue))
+        # On a device with memory of its own, copies of a MB or more go through pinned buffers.
+        self.staged = not self.device.host_unified_memory
+        self._staging: Staging | None = None
 
     def __repr__(self) -> str:
         return f"Device({describe(self.device)})"
@@ -166,13 +168,17 @@ class Device:
 
     def to_device(self, array: np.ndarray):
         """A buffer holding a copy of the array (one element if it is empty), written by a
-        queued copy. (A buffer made with COPY_HOST_PTR made NVIDIA's driver wait, at the first
-        launch that used it, for the kernels queued before.) The copy's event, which holds the
-        array, is kept until a blocking read has waited for it: pyopencl waits for such an
-        event when it is dropped."""
+        queued copy, through the pinned staging buffers when the array is large and the device
+        has memory of its own. (A buffer made with COPY_HOST_PTR made NVIDIA's driver wait, at
+        the first launch that used it, for the kernels queued before.) A direct copy's event,
+        which holds the array, is kept until a blocking read has waited for it: pyopencl waits
+        for such an event when it is dropped."""
         data = _at_least_one(array)
         buffer = self.empty(data.nbytes)
-        self._in_use.append(self.cl.enqueue_copy(self.queue, buffer, data, is_blocking=False))
+        if self._is_staged(data.nbytes):
+            self._stager().write(_parts(buffer, data.reshape(-1).view(np.uint8)))
+        else:
+            self._in_use.append(self.cl.enqueue_copy(self.queue, buffer, data, is_blocking=False))
         return buffer
 
     def _read_only(self, array: np.ndarray):
@@ -188,52 +194,30 @@ class Device:
     def upload(self, arrays: list[np.ndarray], staged: bool | None = None) -> list:
         """Read-only buffers of the arrays' values, for large ones such as the index.
 
-        On a device with memory of its own, large arrays go through pinned staging buffers:
-        from pageable memory (an index mapped from its files) a discrete GPU copies several
-        times slower. Threads fill the staging buffers in parallel (filling them from an index
-        mapped from its files touches every page, which one thread did at 4-6 GB/s) while the
-        device copies those already filled. A device sharing the host's memory (a CPU) reads
+        On a device with memory of its own, large arrays go through the pinned staging buffers
+        (staging.py): from pageable memory (an index mapped from its files) a discrete GPU copies
+        several times slower, and filling them from an index mapped from its files touches every
+        page, which one thread did at 4-6 GB/s. A device sharing the host's memory (a CPU) reads
         the arrays in place. staged: True or False overrides that choice."""
         if staged is None:
-            staged = not self.device.host_unified_memory
+            staged = self.staged
         flat = [np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in arrays]
         is_large = [staged and a.nbytes >= STAGING_BYTES // 8 for a in flat]
         buffers = [self.cl.Buffer(self.context, self.cl.mem_flags.READ_ONLY, size=data.nbytes) if large
                    else self._read_only(array) for array, data, large in zip(arrays, flat, is_large)]
-        parts = [(buffers[i], at, flat[i][at:at + STAGING_BYTES]) for i in np.flatnonzero(is_large)
-                 for at in range(0, flat[i].nbytes, STAGING_BYTES)]
+        parts = [part for i in np.flatnonzero(is_large) for part in _parts(buffers[i], flat[i])]
         if parts:
-            self._staged_copies(parts)
+            self._stager().write(parts)
         return buffers
 
-    def _staged_copies(self, parts: list[tuple[object, int, np.ndarray]]) -> None:
-        """Copies each (buffer, offset, bytes) to the device through STAGING_SLOTS pinned buffers
-        in turn, each filled by a thread once the device has copied its previous part."""
-        cl, mf = self.cl, self.cl.mem_flags
-        slots = min(STAGING_SLOTS, len(parts))
-        size = max(data.nbytes for _, _, data in parts)
-        staging = [cl.Buffer(self.context, mf.ALLOC_HOST_PTR | mf.READ_WRITE, size=size) for _ in range(slots)]
-        views = [cl.enqueue_map_buffer(self.queue, b, cl.map_flags.WRITE, 0, size, np.uint8)[0] for b in staging]
+    def _is_staged(self, nbytes: int) -> bool:
+        return self.staged and nbytes >= STAGING_BYTES // 8
 
-        def fill(number: int, after) -> None:
-            if after is not None:  # the device is done with this slot's previous part
-                after.wait()
-            data = parts[number][2]
-            np.copyto(views[number % slots][:data.nbytes], data)  # numpy lets go of the interpreter lock
-
-        try:
-            with ThreadPoolExecutor(slots) as pool:
-                filled = {number: pool.submit(fill, number, None) for number in range(slots)}
-                for number, (buffer, at, data) in enumerate(parts):
-                    filled.pop(number).result()
-                    copied = cl.enqueue_copy(self.queue, buffer, views[number % slots][:data.nbytes],
-                                             dst_offset=at, is_blocking=False)
-                    if number + slots < len(parts):
-                        filled[number + slots] = pool.submit(fill, number + slots, copied)
-            self.queue.finish()
-        finally:
-            for view in views:
-                view.base.release(self.queue)
+    def _stager(self) -> Staging:
+        """The pinned staging buffers, made at first use (and again if STAGING_BYTES grew)."""
+        if self._staging is None or self._staging.slot_bytes < STAGING_BYTES:
+            self._staging = Staging(self.cl, self.context, self.queue, STAGING_BYTES)
+        return self._staging
 
     def join(self, parts: list[tuple[object, int]], extra: int = 0):
         """One buffer holding the first nbytes of each (buffer, nbytes), end to end, and extra
@@ -259,10 +243,18 @@ class Device:
         """The first count values of a buffer, once every command queued before is done."""
         out = np.empty(count, dtype=dtype)
         if count:
-            self.cl.enqueue_copy(self.queue, out, buffer)
+            if self._is_staged(out.nbytes):
+                self._stager().read(buffer, out.view(np.uint8))
+            else:
+                self.cl.enqueue_copy(self.queue, out, buffer)
             if not self._keep_all:  # the queue is empty: releasing waits for nothing
                 self._in_use.clear()
         return out
+
+
+def _parts(buffer, data: np.ndarray) -> list[tuple[object, int, np.ndarray]]:
+    """(buffer, offset, bytes) for each STAGING_BYTES of data (uint8), in turn."""
+    return [(buffer, at, data[at:at + STAGING_BYTES]) for at in range(0, data.nbytes, STAGING_BYTES)]
 
 
 def _at_least_one(array: np.ndarray) -> np.ndarray:

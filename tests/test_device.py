@@ -27,6 +27,26 @@ def test_upload_round_trip(device, monkeypatch):
         assert np.array_equal(device.read(buffer, array.dtype, array.size), array.reshape(-1))
 
 
+def test_copies_both_ways_through_the_staging_buffers(device, monkeypatch):
+    monkeypatch.setattr(marose.device, "STAGING_BYTES", 4096)  # parts over several turns of the slots
+    monkeypatch.setattr(device, "staged", True)
+    monkeypatch.setattr(device, "_staging", None)
+    rng = np.random.default_rng(6)
+    arrays = [rng.integers(0, 2**32, 10_000, dtype=np.uint32),  # 40 kB: ten parts
+              rng.integers(0, 256, 4097, dtype=np.uint8),  # one byte into a second part
+              rng.integers(0, 2**16, (300, 7), dtype=np.uint16),
+              np.arange(7, dtype=np.int64)]  # below the threshold: copied directly
+    buffers = [device.to_device(a) for a in arrays]
+    joined = device.join([(b, a.nbytes) for a, b in zip(arrays, buffers)])  # a device copy the reads wait for
+    assert device._staging.slot_bytes == 4096
+    for array, buffer in zip(arrays, buffers):
+        assert np.array_equal(device.read(buffer, array.dtype, array.size), array.reshape(-1))
+    whole = np.concatenate([a.reshape(-1).view(np.uint8) for a in arrays])
+    assert np.array_equal(device.read(joined, np.uint8, whole.size), whole)
+    again = device.to_device(arrays[0][::-1].copy())  # the slots again, after the reads
+    assert np.array_equal(device.read(again, np.uint32, 10_000), arrays[0][::-1])
+
+
 @pytest.mark.parametrize("staged", [True, False, None])
 def test_upload_of_small_arrays_or_unstaged(device, staged):
     arrays = [np.arange(100, dtype=np.uint32), np.ones(3, dtype=np.uint8), np.arange(2**20, dtype=np.uint32)]
