@@ -167,26 +167,18 @@ class Device:
         return self.kernel_seconds
 
     def to_device(self, array: np.ndarray):
-        """A buffer holding a copy of the array (one element if it is empty); see to_device_pieces."""
-        return self.to_device_pieces([_at_least_one(array).reshape(-1).view(np.uint8)])
-
-    def to_device_pieces(self, pieces: list[np.ndarray]):
-        """A buffer holding the pieces (uint8) end to end (one byte if they are empty), written
-        by queued copies: through the pinned staging buffers when they are large and the device
+        """A buffer holding a copy of the array (one element if it is empty), written by a
+        queued copy, through the pinned staging buffers when the array is large and the device
         has memory of its own. (A buffer made with COPY_HOST_PTR made NVIDIA's driver wait, at
         the first launch that used it, for the kernels queued before.) A direct copy's event,
-        which holds its piece, is kept until a blocking read has waited for it: pyopencl waits
+        which holds the array, is kept until a blocking read has waited for it: pyopencl waits
         for such an event when it is dropped."""
-        starts = np.cumsum([0] + [p.nbytes for p in pieces])
-        buffer = self.empty(int(starts[-1]))
-        if self._is_staged(int(starts[-1])):
-            self._stager().write([(buffer, start + at, part) for piece, start in zip(pieces, starts)
-                                  for _, at, part in _parts(buffer, piece)])
-            return buffer
-        for piece, start in zip(pieces, starts):
-            if piece.nbytes:
-                self._in_use.append(self.cl.enqueue_copy(self.queue, buffer, piece, dst_offset=int(start),
-                                                         is_blocking=False))
+        data = _at_least_one(array)
+        buffer = self.empty(data.nbytes)
+        if self._is_staged(data.nbytes):
+            self._stager().write(_parts(buffer, data.reshape(-1).view(np.uint8)))
+        else:
+            self._in_use.append(self.cl.enqueue_copy(self.queue, buffer, data, is_blocking=False))
         return buffer
 
     def _read_only(self, array: np.ndarray):

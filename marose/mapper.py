@@ -118,8 +118,7 @@ class Mapper:
         read), and the number of loci of each read."""
         with self.stats.timing("encode"):
             lengths = batch.lengths()
-            letters = self.device.to_device_pieces(batch.pieces("seqs"))
-            strands, n_bases_n = Strands.on_device(self.device, letters, batch.offsets[1])
+            strands, n_bases_n = Strands.on_device(self.device, *batch.letters)
             too_short = lengths < self.index.params.width
             too_many_n = (n_bases_n > self.k) & ~too_short
             self.stats.too_short += int(too_short.sum())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 import itertools
 import queue
 import sys
@@ -60,10 +59,8 @@ class PackedReads:
 
 
 class ReadBatch:
-    """A run of consecutive reads from one input, built from lists or from parts (PackedReads
-    laid end to end, as the parser makes them); each form is made from the other when first
-    asked for. The mapping takes the parts' texts as they are (pieces, offsets): a device copies
-    them end to end, so the host never joins them.
+    """A run of consecutive reads from one input, built from lists or from PackedReads; each
+    form is made from the other when first asked for.
 
     names: read names up to the first whitespace (a trailing /1 or /2 is kept).
     seqs: upper-cased sequences as given (IUPAC letters kept).
@@ -79,24 +76,19 @@ class ReadBatch:
         self._count = len(names)
 
     @classmethod
-    def from_parts(cls, parts: list[PackedReads], first_index: int) -> ReadBatch:
-        batch = cls.__new__(cls)
-        batch.parts, batch.first_index, batch._count = parts, first_index, sum(map(len, parts))
-        return batch
-
-    @classmethod
     def from_packed(cls, packed: PackedReads, first_index: int) -> ReadBatch:
-        batch = cls.from_parts([packed], first_index)
-        batch.packed = packed
+        batch = cls.__new__(cls)
+        batch.packed, batch.first_index, batch._count = packed, first_index, len(packed)
+        batch.letters = packed.seqs, packed.seq_offset
         return batch
 
     def __len__(self) -> int:
         return self._count
 
     def prepare(self) -> None:
-        """Makes the parts and their offsets ahead of use, in the thread that reads, so that the
-        mapping thread does not spend its time on them."""
-        _ = self.offsets
+        """Makes packed ahead of use, in the thread that reads, so that the mapping thread does
+        not spend its time on it."""
+        _ = self.packed
 
     def codes(self, max_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Base codes (n, width) uint8 padded with 4, and lengths (n,) int32.
@@ -121,45 +113,28 @@ class ReadBatch:
         return None if reads.quals is None else _unpacked(reads.quals.tobytes(), reads.seq_offset)
 
     @cached_property
-    def parts(self) -> list[PackedReads]:
-        """The reads as PackedReads end to end (one, for a batch built from lists)."""
-        names, name_offset = pack_texts(self.names)
-        seqs, seq_offset = pack_texts(self.seqs)
-        quals = None if self.quals is None else pack_texts(self.quals)[0]
-        return [PackedReads(names, name_offset, seqs, seq_offset, quals)]
-
-    @cached_property
     def packed(self) -> PackedReads:
-        """All the reads in one PackedReads: the parts joined."""
-        return _joined(self.parts)
+        names, name_offset = pack_texts(self.names)
+        seqs, seq_offset = self.letters
+        quals = None if self.quals is None else pack_texts(self.quals)[0]
+        return PackedReads(names, name_offset, seqs, seq_offset, quals)
 
     @cached_property
-    def offsets(self) -> tuple[np.ndarray, np.ndarray]:
-        """packed.name_offset and packed.seq_offset, made from the parts' offsets alone."""
-        if len(self.parts) == 1:
-            return self.parts[0].name_offset, self.parts[0].seq_offset
-        return (_joined_offsets([p.name_offset for p in self.parts]),
-                _joined_offsets([p.seq_offset for p in self.parts]))
-
-    def pieces(self, field: str) -> list[np.ndarray] | None:
-        """The names, seqs or quals (uint8) of the batch in pieces, a part's each, that end to
-        end are packed's; None for the qualities of FASTA reads."""
-        texts = [getattr(p, field) for p in self.parts]
-        if texts[0] is None:
-            return None
-        ends = [int(p.name_offset[-1] if field == "names" else p.seq_offset[-1]) for p in self.parts]
-        return [text[:end] for text, end in zip(texts, ends)]
+    def letters(self) -> tuple[np.ndarray, np.ndarray]:
+        """The sequences end to end (uint8) and their offsets (one more than the reads):
+        packed.seqs and packed.seq_offset, without the names and qualities."""
+        return pack_texts(self.seqs)
 
     def lengths(self) -> np.ndarray:
         """The read lengths (int32)."""
-        return np.diff(self.offsets[1].astype(np.int64)).astype(np.int32)
+        return np.diff(self.letters[1].astype(np.int64)).astype(np.int32)
 
     @cached_property
     def _codes(self) -> tuple[np.ndarray, np.ndarray]:
         return self._codes_of_width(None)
 
     def _codes_of_width(self, max_len: int | None) -> tuple[np.ndarray, np.ndarray]:
-        seqs, offsets = self.packed.seqs, self.packed.seq_offset
+        seqs, offsets = self.letters
         offsets = offsets.astype(np.int64)
         lengths = np.diff(offsets)
         longest = int(lengths.max(initial=0))
@@ -206,13 +181,9 @@ def _joined(parts: list[PackedReads]) -> PackedReads:
 
 def _joined_texts(texts: list[np.ndarray], offsets: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     ends = [int(o[-1]) for o in offsets]
-    return np.concatenate([t[:end] for t, end in zip(texts, ends)]), _joined_offsets(offsets)
-
-
-def _joined_offsets(offsets: list[np.ndarray]) -> np.ndarray:
-    """The offsets of texts laid end to end, from each one's own (each from 0), as uint32."""
-    shifts = itertools.accumulate([int(o[-1]) for o in offsets[:-1]], initial=0)
-    return np.concatenate([[0]] + [o[1:].astype(np.int64) + s for o, s in zip(offsets, shifts)]).astype(np.uint32)
+    shifts = itertools.accumulate(ends[:-1], initial=0)
+    joined_offsets = np.concatenate([[0]] + [o[1:].astype(np.int64) + s for o, s in zip(offsets, shifts)])
+    return np.concatenate([t[:end] for t, end in zip(texts, ends)]), joined_offsets.astype(np.uint32)
 
 
 def read_batches(path: str, batch_size: int | Iterable[int]) -> Iterator[ReadBatch]:
@@ -226,33 +197,26 @@ def read_batches(path: str, batch_size: int | Iterable[int]) -> Iterator[ReadBat
     sizes = itertools.repeat(batch_size) if isinstance(batch_size, int) else iter(batch_size)
     size = _checked_size(next(sizes))
     label = "stdin" if path == "-" else path
-    pending: collections.deque[PackedReads] = collections.deque()
+    pending: list[PackedReads] = []
     count = emitted = 0
     for chunk in _parse(path, label):
         pending.append(chunk)
         count += len(chunk)
-        while count >= size:
-            yield ReadBatch.from_parts(_taken(pending, size), emitted)
+        if count < size:
+            continue
+        reads = _joined(pending)
+        start = 0
+        while count - start >= size:
+            yield ReadBatch.from_packed(_sliced(reads, start, start + size), emitted)
             emitted += size
-            count -= size
+            start += size
             size = _checked_size(next(sizes))
-    if count:
-        yield ReadBatch.from_parts(list(pending), emitted)
+        pending = [_sliced(reads, start, count)] if start < count else []
+        count -= start
+    if pending:
+        yield ReadBatch.from_packed(_joined(pending), emitted)
     elif emitted == 0:
         raise MaroseError(f"no reads in {label}")
-
-
-def _taken(parts: collections.deque, n: int) -> list[PackedReads]:
-    """The first n reads of parts, taken off them (a part cut in two leaves its rest first)."""
-    taken = []
-    while n:
-        part = parts.popleft()
-        if len(part) > n:
-            parts.appendleft(_sliced(part, n, len(part)))
-            part = _sliced(part, 0, n)
-        taken.append(part)
-        n -= len(part)
-    return taken
 
 
 def _checked_size(size: int) -> int:

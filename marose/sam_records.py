@@ -46,13 +46,11 @@ class DeviceSamFormatter:
         if counts.size != n or np.any(np.asarray(n_loci) < counts):
             raise ValueError("n_loci must hold, per read, at least the number of its hits")
         record_base = region_offsets(np.where(counts > 0, np.minimum(counts, self.max_hits), 1))
-        name_offset, seq_offset = batch.offsets
-        quals = batch.pieces("quals")
+        reads = batch.packed
+        quals = reads.quals if reads.quals is not None else np.zeros(1, np.uint8)
         arguments = [d.to_device(record_base), d.to_device(loci.first), d.to_device(np.asarray(n_loci, np.uint32)),
-                     d.to_device_pieces(batch.pieces("names")), d.to_device(name_offset),
-                     d.to_device_pieces(batch.pieces("seqs")), d.to_device(seq_offset),
-                     d.to_device_pieces(quals or [np.zeros(1, np.uint8)]),
-                     np.uint32(quals is not None), loci.row, loci.dist, hits.contig,
+                     *map(d.to_device, (reads.names, reads.name_offset, reads.seqs, reads.seq_offset, quals)),
+                     np.uint32(reads.quals is not None), loci.row, loci.dist, hits.contig,
                      hits.contig_start, traced.ops, traced.count, np.uint32(traced.width), traced.start, self.genome,
                      *self.contigs, self.complement, *self.tail]
         n_records = int(record_base[-1])

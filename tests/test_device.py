@@ -47,18 +47,6 @@ def test_copies_both_ways_through_the_staging_buffers(device, monkeypatch):
     assert np.array_equal(device.read(again, np.uint32, 10_000), arrays[0][::-1])
 
 
-@pytest.mark.parametrize("staged", [True, False])
-def test_pieces_copied_end_to_end(device, monkeypatch, staged):
-    monkeypatch.setattr(marose.device, "STAGING_BYTES", 4096)
-    monkeypatch.setattr(device, "staged", staged)
-    monkeypatch.setattr(device, "_staging", None)
-    rng = np.random.default_rng(7)
-    pieces = [rng.integers(0, 256, n, dtype=np.uint8) for n in (3000, 0, 9000, 1, 700)]  # parts across slots
-    whole = np.concatenate(pieces)
-    assert np.array_equal(device.read(device.to_device_pieces(pieces), np.uint8, whole.size), whole)
-    assert (device._staging is not None) == staged
-
-
 @pytest.mark.parametrize("staged", [True, False, None])
 def test_upload_of_small_arrays_or_unstaged(device, staged):
     arrays = [np.arange(100, dtype=np.uint32), np.ones(3, dtype=np.uint8), np.arange(2**20, dtype=np.uint32)]

@@ -148,7 +148,7 @@ def test_strands_on_the_device_equal_the_host_ones(device):
     batch = ReadBatch([f"r{i}" for i in range(len(seqs))], seqs, None, 0)
     codes, lengths = batch.codes()
     want = Strands.from_reads(codes, lengths)
-    got, n_count = Strands.on_device(device, device.to_device(batch.packed.seqs), batch.packed.seq_offset)
+    got, n_count = Strands.on_device(device, *batch.letters)
     assert np.array_equal(device.read(got.buffer, np.uint8, want.codes.size).reshape(want.codes.shape), want.codes)
     assert np.array_equal(got.lengths, want.lengths) and np.array_equal(got.offsets, want.offsets)
     assert n_count.tolist() == [int(np.sum(codes[r, :length] == N_CODE)) for r, length in enumerate(lengths)]
