@@ -10,16 +10,16 @@
  * read group tag or nothing).
  *
  * Two passes: with write 0 each record's length, newline included, goes to length[i]; with
- * write 1 the record goes to out from out_offset[i]. Needs search.cl, sam_text.cl and
- * -D MAPQ_UNIQUE=, MAPQ_MAX_AMBIGUOUS=, MAPQ_PER_EDIT=, MAPQ_SECONDARY= (marose/sam.py). */
+ * write 1 the record goes to out from out_offset[i]. Needs search.cl and sam_text.cl. mapq holds
+ * marose/sam.py's MAPQ_UNIQUE, MAPQ_MAX_AMBIGUOUS, MAPQ_PER_EDIT and MAPQ_SECONDARY. */
 
 /* MAPQ of the first (best) of a read's n_hits hits at h, of its loci loci in all. */
-inline uint primary_mapq(__global const uchar *dist, uint h, uint n_hits, uint loci)
+inline uint primary_mapq(__global const uint *mapq, __global const uchar *dist, uint h, uint n_hits, uint loci)
 {
     if (loci == 1u)
-        return MAPQ_UNIQUE;
+        return mapq[0];
     uint gap = n_hits >= 2u && dist[h + 1u] > dist[h] ? dist[h + 1u] - dist[h] : 0u;
-    return min((uint)MAPQ_MAX_AMBIGUOUS, (uint)MAPQ_PER_EDIT * gap);
+    return min(mapq[1], mapq[2] * gap);
 }
 
 inline uint put_text(__global char *out, uint at, __global const char *text, uint n, bool write)
@@ -57,8 +57,8 @@ __kernel void sam_records(uint n_records, uint n_reads, uint write, __global con
                           __global const uint *op_count, uint ops_width, __global const uint *start,
                           __global const uchar *genome, __global const char *contig_names,
                           __global const uint *contig_name_offset, __global const uchar *complement,
-                          __global const char *tail, uint tail_length, __global const uint *out_offset,
-                          __global char *out, __global uint *length)
+                          __global const char *tail, uint tail_length, __global const uint *mapq,
+                          __global const uint *out_offset, __global char *out, __global uint *length)
 {
     uint i = get_global_id(0);
     if (i >= n_records)
@@ -83,8 +83,8 @@ __kernel void sam_records(uint n_records, uint n_reads, uint write, __global con
         at = put_text(o, at, contig_names + contig_name_offset[c], name_length, put);
         uint pos = start[h] - contig_start[c] + 1u;
         at = put_char(o, put_number(o, put_char(o, at, '\t', put), pos, put), '\t', put);
-        uint mapq = rank ? MAPQ_SECONDARY : primary_mapq(hit_dist, (uint)h, n_hits, read_loci[r]);
-        at = put_char(o, put_number(o, at, mapq, put), '\t', put);
+        uint quality = rank ? mapq[3] : primary_mapq(mapq, hit_dist, (uint)h, n_hits, read_loci[r]);
+        at = put_char(o, put_number(o, at, quality, put), '\t', put);
         at = put_cigar(o, at, ops + (size_t)h * ops_width, op_count[h], put);
         at = put_literal(o, at, "\t*\t0\t0\t", put);
     }

@@ -491,9 +491,6 @@ def alignment_strings_batch(ops: np.ndarray, count: np.ndarray, genome_codes: np
     return cigars, nm, mds
 
 
-SAM_TEXT = ("sam_text.cl",)
-
-
 def _text_rows(rows: np.ndarray, lengths: np.ndarray) -> list[bytes]:
     """The first lengths[i] bytes of each row."""
     n, width = rows.shape
@@ -514,7 +511,7 @@ def alignment_text(device: Device, traced: DeviceTracebacks, genome_buffer,
     width = 16 * (2 * k + 2)  # room for the numbers and letters of k edits
     cigar, md = device.empty(n * width), device.empty(n * width)
     cigar_length, md_length, nm = device.empty(4 * n), device.empty(4 * n), device.empty(4 * n)
-    device.launch(device.kernel(SAM_TEXT, "alignment_text"), groups(n, 64), None, traced.ops, traced.count,
+    device.launch(device.kernel(PLAIN, "alignment_text"), groups(n, 64), None, traced.ops, traced.count,
                   traced.start, genome_buffer, np.uint32(n), np.uint32(traced.width), np.uint32(width), cigar, cigar_length,
                   md, md_length, nm)
     rows = [_text_rows(device.read(buffer, np.uint8, n * width).reshape(n, width),

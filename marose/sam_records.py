@@ -8,14 +8,13 @@ from typing import Sequence
 import numpy as np
 
 from . import sam
-from .device import Device, groups
+from .device import PLAIN, Device, groups
 from .extend import DeviceHits
 from .reads import ReadBatch, pack_texts
 from .regions import region_offsets
 from .sam import COMPLEMENT, read_group_tag
 
-PROGRAM = ("search.cl", "sam_text.cl", "sam_records.cl")
-MAPQ = ("MAPQ_UNIQUE", "MAPQ_MAX_AMBIGUOUS", "MAPQ_PER_EDIT", "MAPQ_SECONDARY")  # the kernel's defines
+MAPQ = (sam.MAPQ_UNIQUE, sam.MAPQ_MAX_AMBIGUOUS, sam.MAPQ_PER_EDIT, sam.MAPQ_SECONDARY)  # as the kernel takes them
 
 
 class DeviceSamFormatter:
@@ -34,7 +33,8 @@ class DeviceSamFormatter:
         self.complement = device.to_device(np.frombuffer(COMPLEMENT, dtype=np.uint8))
         tail = read_group_tag(read_group_id)
         self.tail = (device.to_device(np.frombuffer(tail or b"\0", dtype=np.uint8)), np.uint32(len(tail)))
-        self.kernel = device.kernel(PROGRAM, "sam_records", {name: getattr(sam, name) for name in MAPQ})
+        self.mapq = device.to_device(np.array(MAPQ, dtype=np.uint32))
+        self.kernel = device.kernel(PLAIN, "sam_records")
 
     def format(self, batch: ReadBatch, hits: DeviceHits, n_loci: np.ndarray) -> np.ndarray:
         """The batch's SAM records as bytes (a uint8 array), in input order."""
@@ -52,7 +52,7 @@ class DeviceSamFormatter:
                      *map(d.to_device, (reads.names, reads.name_offset, reads.seqs, reads.seq_offset, quals)),
                      np.uint32(reads.quals is not None), loci.row, loci.dist, hits.contig,
                      hits.contig_start, traced.ops, traced.count, np.uint32(traced.width), traced.start, self.genome,
-                     *self.contigs, self.complement, *self.tail]
+                     *self.contigs, self.complement, *self.tail, self.mapq]
         n_records = int(record_base[-1])
         lengths = d.empty(4 * n_records)
         passes = groups(n_records, 64), None, np.uint32(n_records), np.uint32(n)
