@@ -168,9 +168,7 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     if args.stats:
         write_stats(args.stats, stats, elapsed, started - setup_started, device)
     if exit_when_done:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
+        _end_process(0)
 
 
 def batch_sizes(given: int | None, device_default: Callable[[], int]) -> Iterator[int]:
@@ -296,7 +294,12 @@ def main(argv=None, exit_when_done: bool = False) -> int:
 def entry() -> None:
     """The `marose` command. The process ends as soon as the outcome is reported, failures too:
     after an error, a thread still reading the first batch from a pipe would hold it up."""
-    status = main(exit_when_done=True)
+    _end_process(main(exit_when_done=True))
+
+
+def _end_process(status: int) -> None:
+    """Flushes stdout and stderr and ends the process with status at once: no thread is waited
+    for and no device object is freed one by one."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

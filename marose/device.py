@@ -199,10 +199,8 @@ class Device:
         several times slower, and filling them from an index mapped from its files touches every
         page, which one thread did at 4-6 GB/s. A device sharing the host's memory (a CPU) reads
         the arrays in place. staged: True or False overrides that choice."""
-        if staged is None:
-            staged = self.staged
         flat = [np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in arrays]
-        is_large = [staged and a.nbytes >= STAGING_BYTES // 8 for a in flat]
+        is_large = [self._is_staged(a.nbytes, staged) for a in flat]
         buffers = [self.cl.Buffer(self.context, self.cl.mem_flags.READ_ONLY, size=data.nbytes) if large
                    else self._read_only(array) for array, data, large in zip(arrays, flat, is_large)]
         parts = [part for i in np.flatnonzero(is_large) for part in _parts(buffers[i], flat[i])]
@@ -210,8 +208,10 @@ class Device:
             self._stager().write(parts)
         return buffers
 
-    def _is_staged(self, nbytes: int) -> bool:
-        return self.staged and nbytes >= STAGING_BYTES // 8
+    def _is_staged(self, nbytes: int, staged: bool | None = None) -> bool:
+        """Whether a copy of nbytes goes through the staging buffers (staged: True or False
+        overrides the device's choice)."""
+        return (self.staged if staged is None else staged) and nbytes >= STAGING_BYTES // 8
 
     def _stager(self) -> Staging:
         """The pinned staging buffers, made at first use (and again if STAGING_BYTES grew)."""
