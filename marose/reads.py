@@ -529,8 +529,8 @@ def _gather(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[n
     longest = int(lengths.max())
     if lengths.min() == longest:  # one length: rows of a view of buf's windows of it
         return sliding_window_view(buf, longest)[starts].ravel(), offsets
-    # Lengths alike (read names, trimmed reads): rows of the longest, cut to each length by a mask;
-    # 2.4 times faster than the stepped index for names of 28-32 bytes.
+    # Lengths alike (read names, trimmed reads): rows of the longest, cut to each length by a mask,
+    # which spares the stepped index's cumulative sum over every byte.
     if longest * len(lengths) <= 2 * offsets[-1] and int(starts.max()) + longest <= len(buf):
         rows = sliding_window_view(buf, longest)[starts]
         return rows[np.arange(longest) < lengths[:, None]], offsets
