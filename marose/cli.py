@@ -142,7 +142,7 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
         if formatter is None:
             return hits, n_loci
         with stats.timing("format"):
-            return formatter.format(batch, hits, n_loci)
+            return formatter.format(hits, n_loci)
 
     def write(batch, mapped) -> None:
         if formatter is None:

@@ -176,9 +176,27 @@ class Device:
         data = _at_least_one(array)
         buffer = self.empty(data.nbytes)
         if self._is_staged(data.nbytes):
-            self._stager().write(_parts(buffer, data.reshape(-1).view(np.uint8)))
+            self._stager().write(_parts(buffer, [data.reshape(-1).view(np.uint8)]))
         else:
             self._in_use.append(self.cl.enqueue_copy(self.queue, buffer, data, is_blocking=False))
+        return buffer
+
+    def to_device_joined(self, arrays: list[np.ndarray]):
+        """A buffer holding the arrays (uint8) end to end, written as to_device writes one; through
+        the staging buffers, several arrays share a pinned buffer and its copy."""
+        total = sum(a.nbytes for a in arrays)
+        if len(arrays) == 1 or not total:
+            return self.to_device(arrays[0] if arrays else np.zeros(0, np.uint8))
+        buffer = self.empty(total)
+        if self._is_staged(total):
+            self._stager().write(_parts(buffer, arrays))
+            return buffer
+        at = 0
+        for data in arrays:
+            if data.nbytes:
+                self._in_use.append(self.cl.enqueue_copy(self.queue, buffer, np.ascontiguousarray(data),
+                                                         dst_offset=at, is_blocking=False))
+            at += data.nbytes
         return buffer
 
     def _read_only(self, array: np.ndarray):
@@ -203,7 +221,7 @@ class Device:
         is_large = [self._is_staged(a.nbytes, staged) for a in flat]
         buffers = [self.cl.Buffer(self.context, self.cl.mem_flags.READ_ONLY, size=data.nbytes) if large
                    else self._read_only(array) for array, data, large in zip(arrays, flat, is_large)]
-        parts = [part for i in np.flatnonzero(is_large) for part in _parts(buffers[i], flat[i])]
+        parts = [part for i in np.flatnonzero(is_large) for part in _parts(buffers[i], [flat[i]])]
         if parts:
             self._stager().write(parts)
         return buffers
@@ -252,9 +270,25 @@ class Device:
         return out
 
 
-def _parts(buffer, data: np.ndarray) -> list[tuple[object, int, np.ndarray]]:
-    """(buffer, offset, bytes) for each STAGING_BYTES of data (uint8), in turn."""
-    return [(buffer, at, data[at:at + STAGING_BYTES]) for at in range(0, data.nbytes, STAGING_BYTES)]
+def _parts(buffer, arrays: list[np.ndarray]) -> list[tuple[object, int, list[np.ndarray]]]:
+    """The arrays (uint8) end to end in buffer, cut into runs of STAGING_BYTES: (buffer, offset
+    of the run, the pieces of the arrays that make it up) for each run in turn."""
+    parts: list = []
+    run: list[np.ndarray] = []
+    filled = 0
+    for data in arrays:
+        at = 0
+        while at < data.nbytes:
+            piece = data[at:at + STAGING_BYTES - filled]
+            run.append(piece)
+            filled += piece.nbytes
+            at += piece.nbytes
+            if filled == STAGING_BYTES:
+                parts.append((buffer, len(parts) * STAGING_BYTES, run))
+                run, filled = [], 0
+    if run:
+        parts.append((buffer, len(parts) * STAGING_BYTES, run))
+    return parts
 
 
 def _at_least_one(array: np.ndarray) -> np.ndarray:
@@ -271,7 +305,7 @@ def _source(name: str) -> str:
 
 # The kernels that take no build options, in one program: each program is built (or loaded from
 # the runtime's cache) once a run, which costs a CPU runtime tens of milliseconds.
-PLAIN = ("search.cl", "genome.cl", "strands.cl", "loci.cl", "sam_text.cl", "sam_records.cl")
+PLAIN = ("search.cl", "genome.cl", "strands.cl", "fastq.cl", "loci.cl", "sam_text.cl", "sam_records.cl")
 
 
 def groups(n: int, size: int = 256) -> tuple[int]:

@@ -388,12 +388,13 @@ def trace_on_device(device: Device, reads: DeviceReads, genome_buffer, loci_read
 class DeviceHits:
     """The hits of a batch left on the device, for sam_records: the loci kept (read r's are
     [loci.first[r], loci.first[r + 1]), best first), their contigs (contig_start: the genome
-    start of each contig) and their canonical alignments."""
+    start of each contig), their canonical alignments and the reads (device_reads.PackedOnDevice)."""
 
     loci: DeviceLoci
     contig: object
     contig_start: object
     traced: DeviceTracebacks
+    reads: object
 
 
 def tracebacks(device: Device, reads: ReadsLike, genome_buffer, loci_read: np.ndarray,

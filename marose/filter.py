@@ -9,6 +9,7 @@ import numpy as np
 from indexer.build import IndexParams
 
 from .device import PLAIN, Device, groups
+from .device_reads import PackedOnDevice
 from .dna import N_CODE, complement
 from .lookup import DeviceSegment
 from .regions import leading_entries, region_offsets
@@ -46,17 +47,15 @@ class Strands:
         return cls(rows, np.repeat(lengths.astype(np.uint32), 2), width)
 
     @classmethod
-    def on_device(cls, device: Device, seqs: np.ndarray, seq_offset: np.ndarray) -> tuple["Strands", np.ndarray]:
-        """from_reads made on the device (cl/strands.cl) from the reads' letters end to end
-        (uint8) and their offsets (one more than the reads), the rows left there; and the
-        number of N in each read."""
-        n, lengths = seq_offset.size - 1, np.diff(seq_offset).astype(np.uint32)
+    def on_device(cls, device: Device, reads: PackedOnDevice) -> tuple["Strands", np.ndarray]:
+        """from_reads made on the device (cl/strands.cl) from the reads' letters there, the rows
+        left there; and the number of N in each read."""
+        n, lengths = len(reads), reads.lengths.astype(np.uint32)
         width = int(lengths.max(initial=0))
         rows, n_count = device.empty(2 * n * width), device.empty(4 * n)
         if n:
-            device.launch(device.kernel(PLAIN, "both_strands"), groups(n, 64), None, device.to_device(seqs),
-                          device.to_device(seq_offset.astype(np.uint32)), np.uint32(n), np.uint32(width), rows,
-                          n_count)
+            device.launch(device.kernel(PLAIN, "both_strands"), groups(n, 64), None, reads.seqs, reads.seq_offset,
+                          np.uint32(n), np.uint32(width), rows, n_count)
         strands = cls(None, np.repeat(lengths, 2), width, rows)
         return strands, device.read(n_count, np.uint32, n).astype(np.int64)
 

@@ -11,8 +11,9 @@ import numpy as np
 
 from indexer.store import Index
 
-from . import extend, lookup
+from . import device_reads, extend, lookup
 from .device import Device
+from .device_reads import PackedOnDevice
 from .filter import DeviceCandidates, Filter, Strands
 from .params import Choice, choose_filter
 from .reads import ReadBatch
@@ -117,8 +118,9 @@ class Mapper:
         """The loci of every read of the batch, sorted by read then best first (up to max_hits a
         read), and the number of loci of each read."""
         with self.stats.timing("encode"):
-            lengths = batch.lengths()
-            strands, n_bases_n = Strands.on_device(self.device, *batch.letters)
+            packed = device_reads.to_device(self.device, batch)
+            lengths = packed.lengths
+            strands, n_bases_n = Strands.on_device(self.device, packed)
             too_short = lengths < self.index.params.width
             too_many_n = (n_bases_n > self.k) & ~too_short
             self.stats.too_short += int(too_short.sum())
@@ -128,7 +130,7 @@ class Mapper:
                                        self.device.to_device(row_lengths), row_lengths)
         with self.stats.timing("filter"):
             candidates = self._candidates(strands, np.repeat(~too_short & ~too_many_n, 2))
-        hits, n_loci = self._extend(strands, reads, candidates)
+        hits, n_loci = self._extend(strands, reads, candidates, packed)
         self._count(strands.n // 2, n_loci)
         return hits, n_loci
 
@@ -150,10 +152,11 @@ class Mapper:
             found.extend(filt.emit(seg, strands.n, reads_on_device) for seg in self.on_device.segments())
         return found
 
-    def _extend(self, strands: Strands, reads: extend.DeviceReads,
-                candidates: list[DeviceCandidates]) -> tuple[Hits | extend.DeviceHits, np.ndarray]:
+    def _extend(self, strands: Strands, reads: extend.DeviceReads, candidates: list[DeviceCandidates],
+                packed: PackedOnDevice) -> tuple[Hits | extend.DeviceHits, np.ndarray]:
         """Loci within k edits from the candidates' windows, with their canonical alignments
-        (up to max_hits a read, best first), and the number of loci of each read."""
+        (up to max_hits a read, best first), and the number of loci of each read. packed: the
+        reads as given, which DeviceHits keeps for sam_records."""
         n_contigs = self.contig_offsets.size - 1
         with self.stats.timing("extend"):
             loci = extend.row_loci(self.device, reads, self.genome, candidates, self.contig_start, n_contigs, self.k)
@@ -164,7 +167,7 @@ class Mapper:
             traced = extend.trace_on_device(self.device, reads, self.genome, best.row, best.end, placed.slice_start,
                                             best.size, self.k)
         if self.text_on_device:  # sam_records checks the tracebacks when it reads its first pass back
-            return extend.DeviceHits(best, placed.contig, self.contig_start, traced), best.n_loci
+            return extend.DeviceHits(best, placed.contig, self.contig_start, traced, packed), best.n_loci
         traced.check(self.device)
         with self.stats.timing("strings"):
             kept = best.read(self.device)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import itertools
 import queue
 import sys
@@ -9,7 +10,7 @@ import threading
 import zlib
 from dataclasses import dataclass
 from functools import cached_property
-from typing import BinaryIO, Generator, Iterable, Iterator, Sequence, TypeVar
+from typing import BinaryIO, Generator, Iterable, Iterator, Sequence, TypeVar, Union
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -57,10 +58,45 @@ class PackedReads:
     def __len__(self) -> int:
         return len(self.name_offset) - 1
 
+    def sliced(self, start: int, end: int) -> PackedReads:
+        """Reads start..end-1 (views of these bytes, offsets from 0)."""
+        name_from, name_to = self.name_offset[[start, end]]
+        seq_from, seq_to = self.seq_offset[[start, end]]
+        return PackedReads(self.names[name_from:name_to], self.name_offset[start:end + 1] - name_from,
+                           self.seqs[seq_from:seq_to], self.seq_offset[start:end + 1] - seq_from,
+                           None if self.quals is None else self.quals[seq_from:seq_to])
+
+
+@dataclass
+class FastqText:
+    """Whole 4-line FASTQ records as read, their layout checked (a header line starting with '@',
+    a '+' line, as many qualities as bases, a sequence): the bytes of their names, sequences and
+    qualities are checked when they are packed, on the host (packed) or on a device
+    (marose/device_reads.py)."""
+
+    text: np.ndarray  # uint8, ending with the last record's newline
+    newlines: np.ndarray  # int64: where each line ends in text, 4 a record
+    seq_lengths: np.ndarray  # int64
+    first: int  # records of the input before these
+    label: str  # the input, as errors name it
+
+    def __len__(self) -> int:
+        return len(self.seq_lengths)
+
+    def sliced(self, start: int, end: int) -> FastqText:
+        """Records start..end-1 (a view of this text)."""
+        at, to = _line_start(self.newlines, 4 * start), _line_start(self.newlines, 4 * end)
+        return FastqText(self.text[at:to], self.newlines[4 * start:4 * end] - at, self.seq_lengths[start:end],
+                         self.first + start, self.label)
+
+    def packed(self) -> PackedReads:
+        """The records checked and packed on the host; raises MaroseError at the first bad one."""
+        return _fastq_records(self.text, self.newlines, self.first, self.label)
+
 
 class ReadBatch:
-    """A run of consecutive reads from one input, built from lists or from PackedReads; each
-    form is made from the other when first asked for.
+    """A run of consecutive reads from one input, built from lists, from PackedReads or from
+    FASTQ text (pieces); each form is made from another when first asked for.
 
     names: read names up to the first whitespace (a trailing /1 or /2 is kept).
     seqs: upper-cased sequences as given (IUPAC letters kept).
@@ -74,12 +110,20 @@ class ReadBatch:
         self.names, self.seqs, self.quals = names, seqs, quals
         self.first_index = first_index
         self._count = len(names)
+        self.pieces: list[FastqText] | None = None
 
     @classmethod
     def from_packed(cls, packed: PackedReads, first_index: int) -> ReadBatch:
         batch = cls.__new__(cls)
-        batch.packed, batch.first_index, batch._count = packed, first_index, len(packed)
-        batch.letters = packed.seqs, packed.seq_offset
+        batch.packed, batch.first_index, batch._count, batch.pieces = packed, first_index, len(packed), None
+        return batch
+
+    @classmethod
+    def from_fastq(cls, pieces: list[FastqText], first_index: int) -> ReadBatch:
+        """From FASTQ text in pieces, left unpacked until packed is asked for (a device packs
+        the text itself)."""
+        batch = cls.__new__(cls)
+        batch.pieces, batch.first_index, batch._count = pieces, first_index, sum(map(len, pieces))
         return batch
 
     def __len__(self) -> int:
@@ -87,8 +131,9 @@ class ReadBatch:
 
     def prepare(self) -> None:
         """Makes packed ahead of use, in the thread that reads, so that the mapping thread does
-        not spend its time on it."""
-        _ = self.packed
+        not spend its time on it; FASTQ text is left as it is, for a device to pack."""
+        if self.pieces is None:
+            _ = self.packed
 
     def codes(self, max_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Base codes (n, width) uint8 padded with 4, and lengths (n,) int32.
@@ -114,20 +159,24 @@ class ReadBatch:
 
     @cached_property
     def packed(self) -> PackedReads:
+        if self.pieces is not None:
+            return _joined([piece.packed() for piece in self.pieces])
         names, name_offset = pack_texts(self.names)
-        seqs, seq_offset = self.letters
+        seqs, seq_offset = pack_texts(self.seqs)
         quals = None if self.quals is None else pack_texts(self.quals)[0]
         return PackedReads(names, name_offset, seqs, seq_offset, quals)
 
-    @cached_property
+    @property
     def letters(self) -> tuple[np.ndarray, np.ndarray]:
         """The sequences end to end (uint8) and their offsets (one more than the reads):
-        packed.seqs and packed.seq_offset, without the names and qualities."""
-        return pack_texts(self.seqs)
+        packed.seqs and packed.seq_offset."""
+        return self.packed.seqs, self.packed.seq_offset
 
     def lengths(self) -> np.ndarray:
         """The read lengths (int32)."""
-        return np.diff(self.letters[1].astype(np.int64)).astype(np.int32)
+        if self.pieces is not None:
+            return np.concatenate([piece.seq_lengths for piece in self.pieces]).astype(np.int32)
+        return np.diff(self.packed.seq_offset.astype(np.int64)).astype(np.int32)
 
     @cached_property
     def _codes(self) -> tuple[np.ndarray, np.ndarray]:
@@ -159,15 +208,6 @@ def _unpacked(block: _Text, offsets: np.ndarray) -> list[_Text]:
     return [block[start:end] for start, end in zip(bounds, bounds[1:])]
 
 
-def _sliced(reads: PackedReads, start: int, end: int) -> PackedReads:
-    """Reads start..end-1 (views of reads' bytes, offsets from 0)."""
-    name_from, name_to = reads.name_offset[[start, end]]
-    seq_from, seq_to = reads.seq_offset[[start, end]]
-    return PackedReads(reads.names[name_from:name_to], reads.name_offset[start:end + 1] - name_from,
-                       reads.seqs[seq_from:seq_to], reads.seq_offset[start:end + 1] - seq_from,
-                       None if reads.quals is None else reads.quals[seq_from:seq_to])
-
-
 def _joined(parts: list[PackedReads]) -> PackedReads:
     """The reads of parts, end to end (parts of parsed input: no part holds an empty text)."""
     if len(parts) == 1:
@@ -192,31 +232,61 @@ def read_batches(path: str, batch_size: int | Iterable[int]) -> Iterator[ReadBat
     The format comes from the first byte ('@' FASTQ, '>' FASTA) and gzip from the
     magic bytes. Every batch holds batch_size reads except possibly the last; batch_size may
     also be the sizes of the batches in turn, each taken from it when its batch is asked for.
-    Raises MaroseError naming the file (and record) for unreadable or bad input.
+    Raises MaroseError naming the file (and record) for unreadable or bad input. FASTQ batches
+    hold the text as read, its records' layout checked; their bytes are checked when the batch
+    is packed (ReadBatch.packed, or on a device).
     """
     sizes = itertools.repeat(batch_size) if isinstance(batch_size, int) else iter(batch_size)
     size = _checked_size(next(sizes))
     label = "stdin" if path == "-" else path
-    pending: list[PackedReads] = []
-    count = emitted = 0
-    for chunk in _parse(path, label):
-        pending.append(chunk)
-        count += len(chunk)
-        if count < size:
-            continue
-        reads = _joined(pending)
-        start = 0
-        while count - start >= size:
-            yield ReadBatch.from_packed(_sliced(reads, start, start + size), emitted)
-            emitted += size
-            start += size
-            size = _checked_size(next(sizes))
-        pending = [_sliced(reads, start, count)] if start < count else []
-        count -= start
+    pending: collections.deque[Chunk] = collections.deque()
+    start = 0  # reads of pending[0] already in batches
+    count = emitted = 0  # reads pending, reads in batches
+    try:
+        for chunk in _parse(path, label):
+            pending.append(chunk)
+            count += len(chunk)
+            while count >= size:
+                parts, start = _taken(pending, start, size)
+                yield _batch(parts, emitted)
+                emitted += size
+                count -= size
+                size = _checked_size(next(sizes))
+    except MaroseError:
+        for chunk in pending:  # an error in reads before the bad block is the one to report
+            if isinstance(chunk, FastqText):
+                chunk.packed()
+        raise
     if pending:
-        yield ReadBatch.from_packed(_joined(pending), emitted)
+        pending[0] = pending[0].sliced(start, len(pending[0]))
+        yield _batch(list(pending), emitted)
     elif emitted == 0:
         raise MaroseError(f"no reads in {label}")
+
+
+Chunk = Union[PackedReads, FastqText]
+
+
+def _taken(pending: collections.deque, start: int, size: int) -> tuple[list, int]:
+    """The next size reads of the chunks, from read start of the first, as chunks; the chunks
+    used up are removed. Returns them and the reads of the new first chunk already taken."""
+    parts = []
+    while size:
+        chunk = pending[0]
+        end = min(len(chunk), start + size)
+        parts.append(chunk if (start, end) == (0, len(chunk)) else chunk.sliced(start, end))
+        size -= end - start
+        start = end
+        if start == len(chunk):
+            pending.popleft()
+            start = 0
+    return parts, start
+
+
+def _batch(parts: list[Chunk], first_index: int) -> ReadBatch:
+    if isinstance(parts[0], FastqText):
+        return ReadBatch.from_fastq(parts, first_index)
+    return ReadBatch.from_packed(_joined(parts), first_index)
 
 
 def _checked_size(size: int) -> int:
@@ -379,7 +449,7 @@ def _gunzip(raw: Iterator[bytes], label: str) -> Iterator[bytes]:
         raise MaroseError(f"{label}: truncated gzip data (unexpected end of file)")
 
 
-def _fastq_chunks(first: bytes, data: Iterator[bytes], label: str) -> Iterator[PackedReads]:
+def _fastq_chunks(first: bytes, data: Iterator[bytes], label: str) -> Iterator[FastqText]:
     carry = b""
     done = 0
     for block in itertools.chain([first], data):  # the first block's records wait for no other
@@ -389,7 +459,7 @@ def _fastq_chunks(first: bytes, data: Iterator[bytes], label: str) -> Iterator[P
         count = _whole_records(text, newlines)
         if count:
             cut = int(newlines[4 * count - 1]) + 1
-            yield _fastq_records(buf[:cut], newlines[:4 * count], done, label)
+            yield _fastq_text(buf[:cut], newlines[:4 * count], done, label)
             done += count
             text = text[cut:]
         carry = text
@@ -422,22 +492,29 @@ def _line_start(newlines: np.ndarray, line: int) -> int:
     return int(newlines[line - 1]) + 1 if line else 0
 
 
-def _fastq_lines(lines: list[bytes], done: int, label: str) -> PackedReads:
+def _fastq_lines(lines: list[bytes], done: int, label: str) -> FastqText:
     buf = np.frombuffer(b"\n".join(lines) + b"\n", dtype=np.uint8)
-    return _fastq_records(buf, np.flatnonzero(buf == _LF), done, label)
+    return _fastq_text(buf, np.flatnonzero(buf == _LF), done, label)
 
 
-def _fastq_records(buf: np.ndarray, newlines: np.ndarray, done: int, label: str) -> PackedReads:
-    """Check and pack whole 4-line FASTQ records: buf ends with the last one's newline, newlines
-    are its positions; done = records before these."""
+def _fastq_text(buf: np.ndarray, newlines: np.ndarray, done: int, label: str) -> FastqText:
+    """Whole 4-line FASTQ records, their layout checked: buf ends with the last one's newline,
+    newlines are its positions; done = records before these."""
     starts, ends = _line_bounds(buf, newlines)
+    _check_layout(buf, starts, ends, done, label)
+    return FastqText(buf, newlines, ends[1::4] - starts[1::4], done, label)
+
+
+def _check_layout(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, done: int, label: str) -> None:
+    """Raises MaroseError unless each record of these lines (start and end of each, 4 a
+    record) has a header line starting with '@', a '+' line, a sequence, and as many qualities
+    as bases."""
     head_starts, seq_starts, plus_starts, qual_starts = (starts[k::4] for k in range(4))
     seq_lengths = ends[1::4] - seq_starts
     qual_lengths = ends[3::4] - qual_starts
 
     def fail(i: int, line: int, what: str) -> MaroseError:
-        return MaroseError(f"{label}: FASTQ record {done + i + 1} "
-                           f"(line {4 * (done + i) + line}): {what}")
+        return _fastq_error(label, done + i, line, what)
 
     def line_text(line: int) -> bytes:
         return buf[starts[line]:ends[line]][:40].tobytes()
@@ -456,6 +533,23 @@ def _fastq_records(buf: np.ndarray, newlines: np.ndarray, done: int, label: str)
                    f"sequence length {seq_lengths[i]}")
     if not seq_lengths.all():
         raise fail(_first(seq_lengths == 0), 2, "empty sequence")
+
+
+def _fastq_error(label: str, record: int, line: int, what: str) -> MaroseError:
+    """The error of line `line` (1..4) of FASTQ record `record` (from 0) of the input."""
+    return MaroseError(f"{label}: FASTQ record {record + 1} (line {4 * record + line}): {what}")
+
+
+def _fastq_records(buf: np.ndarray, newlines: np.ndarray, done: int, label: str) -> PackedReads:
+    """Check the bytes of whole 4-line FASTQ records whose layout is checked, and pack them: buf
+    ends with the last one's newline, newlines are its positions; done = records before these."""
+    starts, ends = _line_bounds(buf, newlines)
+    head_starts, seq_starts, qual_starts = starts[0::4], starts[1::4], starts[3::4]
+    seq_lengths = ends[1::4] - seq_starts
+
+    def fail(i: int, line: int, what: str) -> MaroseError:
+        return _fastq_error(label, done + i, line, what)
+
     seqs, seq_offset = _gather(buf, seq_starts, seq_lengths)
     seqs = _upper_letters(seqs, seq_offset, lambda i, what: fail(i, 2, what))
     quals, _ = _gather(buf, qual_starts, seq_lengths)

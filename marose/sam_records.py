@@ -10,7 +10,7 @@ import numpy as np
 from . import sam
 from .device import PLAIN, Device, groups
 from .extend import DeviceHits
-from .reads import ReadBatch, pack_texts
+from .reads import pack_texts
 from .regions import region_offsets
 from .sam import COMPLEMENT, read_group_tag
 
@@ -36,9 +36,9 @@ class DeviceSamFormatter:
         self.mapq = device.to_device(np.array(MAPQ, dtype=np.uint32))
         self.kernel = device.kernel(PLAIN, "sam_records")
 
-    def format(self, batch: ReadBatch, hits: DeviceHits, n_loci: np.ndarray) -> np.ndarray:
-        """The batch's SAM records as bytes (a uint8 array), in input order."""
-        d, n = self.device, len(batch)
+    def format(self, hits: DeviceHits, n_loci: np.ndarray) -> np.ndarray:
+        """The SAM records of the batch of hits.reads as bytes (a uint8 array), in input order."""
+        d, n = self.device, len(hits.reads)
         if n == 0:
             return np.zeros(0, np.uint8)
         loci, traced = hits.loci, hits.traced
@@ -46,11 +46,10 @@ class DeviceSamFormatter:
         if counts.size != n or np.any(np.asarray(n_loci) < counts):
             raise ValueError("n_loci must hold, per read, at least the number of its hits")
         record_base = region_offsets(np.where(counts > 0, np.minimum(counts, self.max_hits), 1))
-        reads = batch.packed
-        quals = reads.quals if reads.quals is not None else np.zeros(1, np.uint8)
+        reads = hits.reads
         arguments = [d.to_device(record_base), d.to_device(loci.first), d.to_device(np.asarray(n_loci, np.uint32)),
-                     *map(d.to_device, (reads.names, reads.name_offset, reads.seqs, reads.seq_offset, quals)),
-                     np.uint32(reads.quals is not None), loci.row, loci.dist, hits.contig,
+                     reads.names, reads.name_offset, reads.seqs, reads.seq_offset, reads.quals,
+                     np.uint32(reads.has_quals), loci.row, loci.dist, hits.contig,
                      hits.contig_start, traced.ops, traced.count, np.uint32(traced.width), traced.start, self.genome,
                      *self.contigs, self.complement, *self.tail, self.mapq]
         n_records = int(record_base[-1])

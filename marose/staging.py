@@ -25,22 +25,26 @@ class Staging:
         self.last_copy: list = [None] * SLOTS
         self.threads = ThreadPoolExecutor(SLOTS)
 
-    def write(self, parts: list[tuple[object, int, np.ndarray]]) -> None:
-        """Queues a copy of each (buffer, offset, bytes of at most slot_bytes) to the device.
-        Returns once every part is in a pinned buffer: the caller may then drop its arrays, and
-        commands it queues after run after the copies."""
+    def write(self, parts: list[tuple[object, int, list[np.ndarray]]]) -> None:
+        """Queues a copy of each (buffer, offset, pieces) to the device: the pieces (uint8, at
+        most slot_bytes together) end to end from the offset. Returns once every part is in a
+        pinned buffer: the caller may then drop its arrays, and commands it queues after run
+        after the copies."""
 
         def fill(number: int, after) -> None:
             if after is not None:  # the device is done with this slot's last copy
                 after.wait()
-            data = parts[number][2]
-            np.copyto(self.views[number % SLOTS][:data.nbytes], data)
+            view, at = self.views[number % SLOTS], 0
+            for piece in parts[number][2]:
+                np.copyto(view[at:at + piece.nbytes], piece)
+                at += piece.nbytes
 
         filled = {n: self.threads.submit(fill, n, self.last_copy[n % SLOTS]) for n in range(min(SLOTS, len(parts)))}
-        for number, (buffer, at, data) in enumerate(parts):
+        for number, (buffer, at, pieces) in enumerate(parts):
             filled.pop(number).result()
             slot = number % SLOTS
-            self.last_copy[slot] = self.cl.enqueue_copy(self.queue, buffer, self.views[slot][:data.nbytes],
+            nbytes = sum(piece.nbytes for piece in pieces)
+            self.last_copy[slot] = self.cl.enqueue_copy(self.queue, buffer, self.views[slot][:nbytes],
                                                         dst_offset=at, is_blocking=False)
             if number + SLOTS < len(parts):
                 filled[number + SLOTS] = self.threads.submit(fill, number + SLOTS, self.last_copy[slot])

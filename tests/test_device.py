@@ -47,6 +47,32 @@ def test_copies_both_ways_through_the_staging_buffers(device, monkeypatch):
     assert np.array_equal(device.read(again, np.uint32, 10_000), arrays[0][::-1])
 
 
+@pytest.mark.parametrize("staged", [True, False])
+def test_arrays_joined_on_the_device(device, monkeypatch, staged):
+    monkeypatch.setattr(marose.device, "STAGING_BYTES", 4096)
+    monkeypatch.setattr(device, "staged", staged)
+    monkeypatch.setattr(device, "_staging", None)
+    rng = np.random.default_rng(8)
+    # pieces smaller than a slot, one of several slots, empty ones, ends on and off a slot's end
+    sizes = [1000, 1000, 0, 2096, 9000, 1, 4096, 3, 0, 5000]
+    arrays = [rng.integers(0, 256, n, dtype=np.uint8) for n in sizes]
+    copies = []
+    monkeypatch.setattr(device.cl, "enqueue_copy", _counting(device.cl.enqueue_copy, copies))
+    joined = device.to_device_joined(arrays)
+    whole = np.concatenate(arrays)
+    if staged:  # the pieces packed into the slots: one copy for each 4096 bytes
+        assert len(copies) == -(-whole.size // 4096) == 6
+    assert np.array_equal(device.read(joined, np.uint8, whole.size), whole)
+    assert np.array_equal(device.read(device.to_device_joined([arrays[0]]), np.uint8, 1000), arrays[0])
+
+
+def _counting(function, calls: list):
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return function(*args, **kwargs)
+    return counted
+
+
 @pytest.mark.parametrize("staged", [True, False, None])
 def test_upload_of_small_arrays_or_unstaged(device, staged):
     arrays = [np.arange(100, dtype=np.uint32), np.ones(3, dtype=np.uint8), np.arange(2**20, dtype=np.uint32)]

@@ -8,6 +8,7 @@ import pytest
 from conftest import LAMBDA, random_dna, write_fasta
 from indexer import query
 from indexer.build import IndexParams, build_segment, segment_bounds
+from marose import device_reads
 from marose import filter as filter_module
 from marose import lookup
 from marose.dna import N_CODE, encode
@@ -148,7 +149,7 @@ def test_strands_on_the_device_equal_the_host_ones(device):
     batch = ReadBatch([f"r{i}" for i in range(len(seqs))], seqs, None, 0)
     codes, lengths = batch.codes()
     want = Strands.from_reads(codes, lengths)
-    got, n_count = Strands.on_device(device, *batch.letters)
+    got, n_count = Strands.on_device(device, device_reads.to_device(device, batch))
     assert np.array_equal(device.read(got.buffer, np.uint8, want.codes.size).reshape(want.codes.shape), want.codes)
     assert np.array_equal(got.lengths, want.lengths) and np.array_equal(got.offsets, want.offsets)
     assert n_count.tolist() == [int(np.sum(codes[r, :length] == N_CODE)) for r, length in enumerate(lengths)]

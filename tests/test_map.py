@@ -265,6 +265,8 @@ BAD_READS = {
                      b"is truncated (2 of 4"),
     "mismatch.fq": (b"@r1\nACGTACGTACGTACGTACGT\n+\nIIII\n", b"length"),
     "junk.fq": (bytes(range(256)) * 4, b"error"),
+    "letter.fq": (b"@r1\nACGTACGTACGTACGTACGTACGT\n+\nIIIIIIIIIIIIIIIIIIIIIIII\n"
+                  b"@r2\nACGTACGTACGTAC-TACGTACGT\n+\nIIIIIIIIIIIIIIIIIIIIIIII\n", b"not a letter"),
     "empty.fq": (b"", b"no reads"),
 }
 

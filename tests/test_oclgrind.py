@@ -31,7 +31,7 @@ def test_all_kernels_are_clean_under_oclgrind(tmp_path):
     fasta = write_fasta(tmp_path / "g.fa", {"a": genome, "b": random_dna(rng, 400), "c": repeat})
     reads = [genome[100:140], genome[500:530].replace("A", "C", 2), "ACGT" * 10, genome[950:990], repeat[:40]]
     fq = tmp_path / "r.fq"
-    fq.write_text("".join(f"@r{i}\n{r}\n+\n{'I' * len(r)}\n" for i, r in enumerate(reads)))
+    fq.write_text("".join(f"@r{i} c\n{r}\n+\n{'I' * len(r)}\n" for i, r in enumerate(reads)))
     env = dict(os.environ, OCLGRIND_DATA_RACES="1", OCLGRIND_UNINITIALIZED="1",
                PYTHONPATH=ROOT)
     steps = [

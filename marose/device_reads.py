@@ -1,0 +1,69 @@
+"""A batch's reads on the device, packed as the kernels take them (both_strands, sam_records):
+names, upper-cased sequences and qualities end to end, with their offsets. FASTQ text goes to
+the device as it was read and is checked and packed there (cl/fastq.cl), so that the host
+neither packs it nor copies the letters twice; other batches upload their packed arrays."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .device import PLAIN, Device, groups
+from .reads import MAX_NAME_LEN, ReadBatch
+from .regions import region_offsets
+
+
+@dataclass
+class PackedOnDevice:
+    """reads.PackedReads in device buffers (quals: one byte when there are none), and the read
+    lengths on the host."""
+
+    names: object
+    name_offset: object
+    seqs: object
+    seq_offset: object
+    quals: object
+    has_quals: bool
+    lengths: np.ndarray  # int64
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+
+def to_device(device: Device, batch: ReadBatch) -> PackedOnDevice:
+    """The batch's reads packed on the device. Raises the reads' MaroseError for bad input."""
+    if batch.pieces is not None:
+        return _packed_from_text(device, batch)
+    reads = batch.packed
+    lengths = np.diff(reads.seq_offset.astype(np.int64))
+    quals = reads.quals if reads.quals is not None else np.zeros(1, np.uint8)
+    buffers = map(device.to_device, (reads.names, reads.name_offset, reads.seqs, reads.seq_offset, quals))
+    return PackedOnDevice(*buffers, reads.quals is not None, lengths)
+
+
+def _packed_from_text(device: Device, batch: ReadBatch) -> PackedOnDevice:
+    """FASTQ text, uploaded as read: fastq_fields checks every record's bytes and measures its
+    name, fastq_pack packs the records at the offsets the host makes of the lengths."""
+    pieces, n = batch.pieces, len(batch)
+    shifts = region_offsets([piece.text.size for piece in pieces]).astype(np.int64)
+    if shifts[-1] >= 2**32:
+        raise MemoryError("over 4 GiB of reads in one batch; use a smaller --batch-size")
+    text = device.to_device_joined([piece.text for piece in pieces])
+    newlines = device.to_device(np.concatenate([piece.newlines + at for piece, at in zip(pieces, shifts)])
+                                .astype(np.uint32))
+    name_length = device.empty(n)
+    device.launch(device.kernel(PLAIN, "fastq_fields"), groups(n, 64), None, text, newlines, np.uint32(n),
+                  np.uint32(MAX_NAME_LEN), name_length)
+    name_length = device.read(name_length, np.uint8, n)
+    if not name_length.all():
+        _ = batch.packed  # the host's check names the first bad record
+        raise AssertionError("a record failed the device's check of FASTQ bytes but not the host's")
+    lengths = batch.lengths().astype(np.int64)
+    name_offset, seq_offset = region_offsets(name_length), region_offsets(lengths)
+    names, seqs, quals = device.empty(int(name_offset[-1])), device.empty(int(seq_offset[-1])), \
+        device.empty(int(seq_offset[-1]))
+    name_offset, seq_offset = device.to_device(name_offset), device.to_device(seq_offset)
+    device.launch(device.kernel(PLAIN, "fastq_pack"), groups(n, 64), None, text, newlines, np.uint32(n),
+                  name_offset, seq_offset, names, seqs, quals)
+    return PackedOnDevice(names, name_offset, seqs, seq_offset, quals, True, lengths)

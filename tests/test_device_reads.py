@@ -1,0 +1,99 @@
+"""Reads packed on the device (marose/device_reads.py, cl/fastq.cl) against the host's packing,
+and bad bytes found there reported as the host reports them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from marose import device_reads, reads
+from marose.errors import MaroseError
+from marose.reads import ReadBatch, read_batches
+from test_reads import FASTQ, varied_fastq, write
+
+
+def on_host(device, packed: device_reads.PackedOnDevice) -> reads.PackedReads:
+    name_offset = device.read(packed.name_offset, np.uint32, len(packed) + 1)
+    seq_offset = device.read(packed.seq_offset, np.uint32, len(packed) + 1)
+    seqs = device.read(packed.seqs, np.uint8, int(seq_offset[-1]))
+    quals = device.read(packed.quals, np.uint8, int(seq_offset[-1])) if packed.has_quals else None
+    return reads.PackedReads(device.read(packed.names, np.uint8, int(name_offset[-1])), name_offset, seqs,
+                             seq_offset, quals)
+
+
+def assert_same(got: reads.PackedReads, want: reads.PackedReads) -> None:
+    for field in ("names", "name_offset", "seqs", "seq_offset"):
+        assert np.array_equal(getattr(got, field), getattr(want, field)), field
+    assert (got.quals is None) == (want.quals is None)
+    if want.quals is not None:
+        assert np.array_equal(got.quals, want.quals)
+
+
+@pytest.mark.parametrize("chunk", [1, 50, 333, 1 << 20])
+def test_fastq_text_packed_on_the_device_as_on_the_host(device, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        chunk: int) -> None:
+    data = varied_fastq(300, seed=chunk)  # comments after spaces, tabs, \v and \f; lower case; IUPAC
+    monkeypatch.setattr(reads, "CHUNK_BYTES", chunk)  # a batch's text in many pieces, cut between batches
+    for path in (write(tmp_path / "r.fq", data), write(tmp_path / "crlf.fq", data.replace(b"\n", b"\r\n"))):
+        batches = list(read_batches(path, 37))
+        assert [len(b) for b in batches] == [37] * 8 + [4]
+        assert all(b.pieces is not None for b in batches)
+        if chunk < 1000:
+            assert max(len(b.pieces) for b in batches) > 1
+        for batch in batches:
+            packed = device_reads.to_device(device, batch)
+            assert packed.has_quals and np.array_equal(packed.lengths, batch.lengths())
+            assert_same(on_host(device, packed), batch.packed)
+
+
+def test_packed_batches_are_uploaded_as_they_are(device, tmp_path: Path) -> None:
+    fasta = ReadBatch(["a", "bb"], [b"ACGT", b"NRYAC"], None, 0)
+    packed = device_reads.to_device(device, fasta)
+    assert not packed.has_quals and packed.lengths.tolist() == [4, 5]
+    assert_same(on_host(device, packed), fasta.packed)
+    listed = ReadBatch(["a", "bb"], [b"ACGT", b"NRYAC"], [b"IIII", b"!!~~#"], 5)
+    assert_same(on_host(device, device_reads.to_device(device, listed)), listed.packed)
+
+
+@pytest.mark.parametrize("change, message", [
+    ((b"GATTRYKM", b"GATtR-KM"), "FASTQ record 53 (line 210): sequence holds a byte that is not a letter: "
+                                 "b'-' at position 6"),
+    ((b"GATTRYKM", b"GATTRYK\xc1"), "FASTQ record 53 (line 210): sequence holds a byte that is not a letter: "
+                                    "b'\\xc1' at position 8"),
+    ((b"!!~~ABCD", b"!!~~A BD"), "FASTQ record 53 (line 212): quality holds a byte outside '!'..'~'"),
+    ((b"!!~~ABCD", b"!!~~ABC\x80"), "FASTQ record 53 (line 212): quality holds a byte outside '!'..'~'"),
+    ((b"@r2/2\t", b"@r\x7f2\t"), "record 53: read name holds b'\\x7f', which is not printable ASCII"),
+    ((b"@r2/2\t", b"@\t"), "record 53: empty read name"),
+    ((b"@r2/2\t", b"@" + b"x" * 255 + b"\t"), "record 53: read name longer than 254 characters, the most SAM allows"),
+])
+def test_bad_bytes_found_on_the_device_are_reported_as_the_host_reports_them(
+        device, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: tuple[bytes, bytes], message: str) -> None:
+    data = FASTQ * 17 + FASTQ.replace(*change) + FASTQ  # the second record of the 18th copy: record 53
+    path = write(tmp_path / "bad.fq", data)
+    monkeypatch.setattr(reads, "CHUNK_BYTES", 100)
+    first, second = read_batches(path, 40)  # read without complaint: the bytes are checked when packed
+    device_reads.to_device(device, first)
+    with pytest.raises(MaroseError) as caught:
+        device_reads.to_device(device, second)
+    assert str(caught.value) == f"{path}: {message}"
+
+
+def test_a_name_of_254_characters_is_taken(device, tmp_path: Path) -> None:
+    name = b"x" * 254
+    batch, = read_batches(write(tmp_path / "r.fq", FASTQ.replace(b"@r3\n", b"@" + name + b" c\n")), 10)
+    assert_same(on_host(device, device_reads.to_device(device, batch)), batch.packed)
+    assert batch.names[2] == name.decode()
+
+
+def test_bad_bytes_before_a_bad_layout_are_the_error_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch's layout is checked as its text is read and its bytes later; an error in the bytes
+    of an earlier record is still the one reported."""
+    data = FASTQ.replace(b"GATTRYKM", b"GATT-YKM") + FASTQ * 20 + FASTQ.replace(b"+r2/2\n", b"-r2/2\n")
+    path = write(tmp_path / "bad.fq", data)
+    monkeypatch.setattr(reads, "CHUNK_BYTES", 100)
+    with pytest.raises(MaroseError) as caught:
+        list(read_batches(path, 1000))
+    assert str(caught.value) == (f"{path}: FASTQ record 2 (line 6): sequence holds a byte that is not a letter: "
+                                 "b'-' at position 5")
