@@ -86,6 +86,7 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     without freeing the device's buffers and context one by one (0.1 s on the H100 machine)."""
     setup_started = time.time()
     _in_background(_load_opencl_drivers)
+    import numpy as np
     from indexer import store
 
     from .device import Device, describe
@@ -137,18 +138,26 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     formatter = None if args.xa else DeviceSamFormatter(device, mapper.genome, ref.names, args.max_hits, rg_id)
 
     def work(batch):
-        """The batch's hits, or with the formatter its SAM records, formatted on the device."""
+        """The batch's hits, or with the formatter its SAM records, formatted on the device and
+        left there for the writing thread to read back."""
         hits, n_loci = mapper.map_batch(batch)
         if formatter is None:
             return hits, n_loci
         with stats.timing("format"):
             return formatter.format(hits, n_loci)
 
+    scratch = np.empty(0, np.uint8)  # the records of a batch read back, reused from batch to batch
+
     def write(batch, mapped) -> None:
+        nonlocal scratch
         if formatter is None:
             with stats.timing("format"):
                 mapped = format_batch(batch, *mapped, ref.names, args.max_hits, args.xa, rg_id)
         with stats.timing("write"):
+            if formatter is not None:
+                if scratch.size < mapped.nbytes:
+                    scratch = np.empty(mapped.nbytes + mapped.nbytes // 4, np.uint8)
+                mapped = mapped.into(scratch)
             out.write(mapped)
         if time.time() - progress["last"] > PROGRESS_SECONDS:
             progress["last"] = time.time()

@@ -103,9 +103,12 @@ class Device:
         # stop the host from running ahead of the device; the buffers are kept until a
         # blocking read has waited for all of them. Oclgrind's uninitialized-value checker
         # loses track of buffers written by kernels when others are released, so there every
-        # buffer a command used is kept until the device is gone.
+        # buffer a command used is kept until the device is gone; nor may two threads call it.
         self._in_use: list = []
         self._keep_all = "oclgrind" in self.device.platform.name.lower()
+        # Buffers a DeferredRead has read in another thread, released by this one at its next
+        # blocking read (the memory pool is this thread's).
+        self._read_elsewhere: list = []
         self._programs: dict = {}
         self._kernels: dict = {}
         # Scratch buffers come from a pool: a batch's buffers are taken again by the next batch
@@ -267,6 +270,37 @@ class Device:
                 self.cl.enqueue_copy(self.queue, out, buffer)
             if not self._keep_all:  # the queue is empty: releasing waits for nothing
                 self._in_use.clear()
+                del self._read_elsewhere[:len(self._read_elsewhere)]
+        return out
+
+    def read_later(self, buffer, count: int) -> "DeferredRead":
+        """The first count bytes of a buffer, read when DeferredRead.into is called, which may
+        be in another thread: this one goes on queueing work meanwhile. (Oclgrind, which no two
+        threads may call, reads them at once.)"""
+        if self._keep_all:
+            return DeferredRead(self, None, count, self.read(buffer, np.uint8, count))
+        return DeferredRead(self, buffer, count)
+
+
+class DeferredRead:
+    """Bytes of a device buffer to be read once, from any thread (Device.read_later)."""
+
+    def __init__(self, device: Device, buffer, nbytes: int, done: np.ndarray | None = None):
+        self.device, self.buffer, self.nbytes, self.done = device, buffer, nbytes, done
+
+    def into(self, scratch: np.ndarray | None = None) -> np.ndarray:
+        """The bytes (uint8), once every command queued before this call is done: in the first
+        nbytes of scratch when it is large enough (a reused array is faster to write into than
+        fresh memory), else in a new array. The read is a plain blocking copy: the staging
+        buffers are the queueing thread's."""
+        if self.done is not None:
+            return self.done
+        out = scratch[:self.nbytes] if scratch is not None and scratch.size >= self.nbytes \
+            else np.empty(self.nbytes, np.uint8)
+        if self.nbytes:
+            self.device.cl.enqueue_copy(self.device.queue, out, self.buffer)
+        self.device._read_elsewhere.append(self.buffer)
+        self.buffer = None
         return out
 
 

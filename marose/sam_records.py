@@ -8,7 +8,7 @@ from typing import Sequence
 import numpy as np
 
 from . import sam
-from .device import PLAIN, Device, groups
+from .device import PLAIN, DeferredRead, Device, groups
 from .extend import DeviceHits
 from .reads import pack_texts
 from .regions import region_offsets
@@ -36,11 +36,12 @@ class DeviceSamFormatter:
         self.mapq = device.to_device(np.array(MAPQ, dtype=np.uint32))
         self.kernel = device.kernel(PLAIN, "sam_records")
 
-    def format(self, hits: DeviceHits, n_loci: np.ndarray) -> np.ndarray:
-        """The SAM records of the batch of hits.reads as bytes (a uint8 array), in input order."""
+    def format(self, hits: DeviceHits, n_loci: np.ndarray) -> DeferredRead:
+        """The SAM records of the batch of hits.reads, in input order, written on the device and
+        read when asked for (by the thread that writes them out)."""
         d, n = self.device, len(hits.reads)
         if n == 0:
-            return np.zeros(0, np.uint8)
+            return d.read_later(d.empty(1), 0)
         loci, traced = hits.loci, hits.traced
         counts = np.diff(loci.first.astype(np.int64))
         if counts.size != n or np.any(np.asarray(n_loci) < counts):
@@ -64,4 +65,4 @@ class DeviceSamFormatter:
         out = d.empty(int(offsets[-1]))
         d.launch(self.kernel, *passes, np.uint32(1), *arguments, d.to_device(offsets.astype(np.uint32)), out,
                  lengths)
-        return d.read(out, np.uint8, int(offsets[-1]))
+        return d.read_later(out, int(offsets[-1]))

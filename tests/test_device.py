@@ -66,6 +66,26 @@ def test_arrays_joined_on_the_device(device, monkeypatch, staged):
     assert np.array_equal(device.read(device.to_device_joined([arrays[0]]), np.uint8, 1000), arrays[0])
 
 
+def test_a_deferred_read_in_another_thread(device):
+    import threading
+
+    data = np.random.default_rng(9).integers(0, 256, 5000, dtype=np.uint8)
+    buffer = device.to_device(data)
+    later = device.read_later(buffer, 3000)
+    got = {}
+    scratch = np.zeros(4000, np.uint8)
+    reader = threading.Thread(target=lambda: got.update(small=later.into(scratch)))
+    reader.start()
+    reader.join()
+    assert np.shares_memory(got["small"], scratch) and np.array_equal(got["small"], data[:3000])
+    assert later.buffer is None and device._read_elsewhere[-1] is buffer  # released by the queueing thread
+    del buffer
+    big = device.read_later(device.to_device(data), 5000).into(scratch)  # scratch too small: a new array
+    assert not np.shares_memory(big, scratch) and np.array_equal(big, data)
+    device.read(device.to_device(data), np.uint8, 1)
+    assert device._read_elsewhere == []
+
+
 def _counting(function, calls: list):
     def counted(*args, **kwargs):
         calls.append(args)

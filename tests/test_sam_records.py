@@ -55,7 +55,7 @@ def test_device_records_equal_format_batch(device, lambda_index, tmp_path, fastq
     assert isinstance(device_hits, DeviceHits) and np.array_equal(n_loci, device_loci)
     want = format_batch(batch, hits, n_loci, names, max_hits, False, read_group)
     formatter = DeviceSamFormatter(device, on_device.genome, names, max_hits, read_group)
-    got = formatter.format(device_hits, device_loci)
+    got = formatter.format(device_hits, device_loci).into()
     assert got.tobytes() == want
     records = want.decode().splitlines()
     assert sum(int(r.split("\t")[1]) & 16 != 0 for r in records) > 20  # reverse-strand records
@@ -68,6 +68,6 @@ def test_device_records_of_reads_without_hits(device, lambda_index, tmp_path) ->
     batch = next(read_batches(str(reads), 10))
     mapper = Mapper(lambda_index, device, 2, 5, text_on_device=True)
     hits, n_loci = mapper.map_batch(batch)
-    got = DeviceSamFormatter(device, mapper.genome, lambda_index.reference.names, 5, None).format(hits, n_loci)
+    got = DeviceSamFormatter(device, mapper.genome, lambda_index.reference.names, 5, None).format(hits, n_loci).into()
     assert got.tobytes() == (b"a\t4\t*\t0\t0\t*\t*\t0\t0\tACGTNNNNNNACGTNNNNNNACGT\tIIIIIIIIIIIIIIIIIIIIIIII\tHN:i:0\n"
                              b"b\t4\t*\t0\t0\t*\t*\t0\t0\tAC\tII\tHN:i:0\n")
