@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Repeated whole runs of one `marose map` command, each with its wall seconds and the --stats
-# stage seconds: the quick series behind before/after comparisons on one machine.
+# stage seconds (and the CPU seconds of its threads): the quick series behind before/after
+# comparisons on one machine.
 #
 #   scripts/map_series.sh RUNS LABEL COMMAND...
 #
@@ -25,8 +26,11 @@ for _ in $(seq "$runs"); do
     python3 - "$label" "$started" "$ended" "$stats" <<'PY'
 import json, sys
 label, started, ended, path = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
-s = json.load(open(path))["seconds"]
+record = json.load(open(path))
+s, cpu = record["seconds"], record["cpu_seconds"]
 stages = " ".join(f"{k} {s[k]:.2f}" for k in ("parse", "encode", "filter", "extend", "format", "write"))
-print(f"{label}: whole {ended - started:.2f} setup {s['setup']:.2f} map {s['total']:.2f} {stages}")
+mapping = ("encode", "filter", "extend", "traceback", "strings", "format")
+print(f"{label}: whole {ended - started:.2f} setup {s['setup']:.2f} map {s['total']:.2f} {stages}; CPU s: "
+      f"mapping thread {sum(cpu[k] for k in mapping):.2f} parse {cpu['parse']:.2f} write {cpu['write']:.2f}")
 PY
 done
