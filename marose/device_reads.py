@@ -25,7 +25,7 @@ class PackedOnDevice:
     seq_offset: object
     quals: object
     has_quals: bool
-    lengths: np.ndarray  # int64
+    lengths: np.ndarray  # int32
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -36,22 +36,17 @@ def to_device(device: Device, batch: ReadBatch) -> PackedOnDevice:
     if batch.pieces is not None:
         return _packed_from_text(device, batch)
     reads = batch.packed
-    lengths = np.diff(reads.seq_offset.astype(np.int64))
     quals = reads.quals if reads.quals is not None else np.zeros(1, np.uint8)
     buffers = map(device.to_device, (reads.names, reads.name_offset, reads.seqs, reads.seq_offset, quals))
-    return PackedOnDevice(*buffers, reads.quals is not None, lengths)
+    return PackedOnDevice(*buffers, reads.quals is not None, batch.lengths())
 
 
 def _packed_from_text(device: Device, batch: ReadBatch) -> PackedOnDevice:
     """FASTQ text, uploaded as read: fastq_fields checks every record's bytes and measures its
     name, fastq_pack packs the records at the offsets the host makes of the lengths."""
-    pieces, n = batch.pieces, len(batch)
-    shifts = region_offsets([piece.text.size for piece in pieces]).astype(np.int64)
-    if shifts[-1] >= 2**32:
-        raise MemoryError("over 4 GiB of reads in one batch; use a smaller --batch-size")
-    text = device.to_device_joined([piece.text for piece in pieces])
-    newlines = device.to_device(np.concatenate([piece.newlines + at for piece, at in zip(pieces, shifts)])
-                                .astype(np.uint32))
+    n = len(batch)
+    newlines = device.to_device(batch.newlines)
+    text = device.to_device_joined([piece.text for piece in batch.pieces])
     name_length = device.empty(n)
     device.launch(device.kernel(PLAIN, "fastq_fields"), groups(n, 64), None, text, newlines, np.uint32(n),
                   np.uint32(MAX_NAME_LEN), name_length)
@@ -59,11 +54,10 @@ def _packed_from_text(device: Device, batch: ReadBatch) -> PackedOnDevice:
     if not name_length.all():
         _ = batch.packed  # the host's check names the first bad record
         raise AssertionError("a record failed the device's check of FASTQ bytes but not the host's")
-    lengths = batch.lengths().astype(np.int64)
-    name_offset, seq_offset = region_offsets(name_length), region_offsets(lengths)
+    name_offset, seq_offset = region_offsets(name_length), region_offsets(batch.lengths())
     names, seqs, quals = device.empty(int(name_offset[-1])), device.empty(int(seq_offset[-1])), \
         device.empty(int(seq_offset[-1]))
     name_offset, seq_offset = device.to_device(name_offset), device.to_device(seq_offset)
     device.launch(device.kernel(PLAIN, "fastq_pack"), groups(n, 64), None, text, newlines, np.uint32(n),
                   name_offset, seq_offset, names, seqs, quals)
-    return PackedOnDevice(names, name_offset, seqs, seq_offset, quals, True, lengths)
+    return PackedOnDevice(names, name_offset, seqs, seq_offset, quals, True, batch.lengths())

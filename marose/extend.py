@@ -147,6 +147,10 @@ class RowLoci:
     src: object  # buffer of uint32 per task
     ends: tuple  # buffers of uint32 genome ends: the first run's, the rerun's
     dists: tuple  # buffers of uint8 edit distances at those ends
+    task_base_buffer: object = None  # task_base on the device, when row_loci has put it there
+
+    def task_base_on(self, device: Device):
+        return self.task_base_buffer if self.task_base_buffer is not None else device.to_device(self.task_base)
 
     def read(self, device: Device) -> tuple[np.ndarray, np.ndarray]:
         """(end, dist) of every locus, int64: row 0's first, each row's by position."""
@@ -251,7 +255,7 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     device.launch(device.kernel(PLAIN, "row_counts"), groups(n_rows, 64), None, task_base_buffer, found,
                   np.uint32(n_rows), count)
     return RowLoci(device.read(count, np.uint32, n_rows).astype(np.int64), row_size, task_base, found, src,
-                   (ends[0], ends[-1]), (dists[0], dists[-1]))
+                   (ends[0], ends[-1]), (dists[0], dists[-1]), task_base_buffer)
 
 
 @dataclass
@@ -275,6 +279,10 @@ class DeviceLoci:
     row: object  # buffer of uint32
     end: object  # buffer of uint32
     dist: object  # buffer of uint8
+    first_buffer: object = None  # first on the device, when best_loci_on_device has put it there
+
+    def first_on(self, device: Device):
+        return self.first_buffer if self.first_buffer is not None else device.to_device(self.first)
 
     @property
     def size(self) -> int:
@@ -295,16 +303,17 @@ def best_loci(device: Device, loci: RowLoci, n_reads: int, k: int, max_hits: int
 
 def best_loci_on_device(device: Device, loci: RowLoci, n_reads: int, k: int, max_hits: int | None) -> DeviceLoci:
     """best_loci computed on the device (cl/loci.cl) and left there."""
-    n_loci = loci.count.reshape(n_reads, 2).sum(axis=1)
+    n_loci = loci.count[0::2] + loci.count[1::2]  # a read's strands (reshape and sum is 20 times slower)
     kept = n_loci if max_hits is None else np.minimum(n_loci, max_hits)
     first = region_offsets(kept)
     total = int(first[-1])
     row, end, dist = device.empty(4 * total), device.empty(4 * total), device.empty(total)
+    first_buffer = device.to_device(first)
     if total:
-        device.launch(device.kernel(PLAIN, "best_loci"), groups(n_reads, 64), None, device.to_device(loci.task_base),
-                      loci.src, loci.found, *loci.ends, *loci.dists, device.to_device(first), np.uint32(n_reads),
+        device.launch(device.kernel(PLAIN, "best_loci"), groups(n_reads, 64), None, loci.task_base_on(device),
+                      loci.src, loci.found, *loci.ends, *loci.dists, first_buffer, np.uint32(n_reads),
                       np.uint32(k), row, end, dist)
-    return DeviceLoci(n_loci, first, row, end, dist)
+    return DeviceLoci(n_loci, first, row, end, dist, first_buffer)
 
 
 @dataclass

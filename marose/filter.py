@@ -34,6 +34,7 @@ class Strands:
     lengths: np.ndarray  # (2 n,) uint32
     width: int
     buffer: object = None  # the rows on the device
+    offsets_buffer: object = None  # offsets on the device
 
     @classmethod
     def from_reads(cls, codes: np.ndarray, lengths: np.ndarray) -> "Strands":
@@ -65,13 +66,19 @@ class Strands:
             self.buffer = device.to_device(self.codes.reshape(-1))
         return self.buffer
 
+    def offsets_on(self, device: Device):
+        """offsets on the device (copied there once)."""
+        if self.offsets_buffer is None:
+            self.offsets_buffer = device.to_device(self.offsets)
+        return self.offsets_buffer
+
     @property
     def n(self) -> int:
         return int(self.lengths.size)
 
     @property
     def offsets(self) -> np.ndarray:
-        return (np.arange(self.n, dtype=np.int64) * self.width).astype(np.uint32)
+        return np.arange(0, self.n * self.width, max(1, self.width), dtype=np.uint32)[:self.n]
 
 
 @dataclass
@@ -132,12 +139,14 @@ class Filter:
     def upload(self, strands: Strands, steps: np.ndarray, active: np.ndarray | None = None) -> "FilterReads":
         """The rows on the device, with their pattern steps; inactive rows get no patterns."""
         d = self.device
-        lengths = (strands.lengths if active is None else np.where(active, strands.lengths, 0)).astype(np.int64)
-        steps = np.asarray(steps, dtype=np.int64)
-        n_patterns = np.where(lengths < self.width, 0, (lengths - self.width + steps - 1) // steps + 1)  # as the kernels
+        lengths = np.asarray(strands.lengths if active is None else np.where(active, strands.lengths, 0),
+                             dtype=np.uint32)
+        steps = np.asarray(steps, dtype=np.uint32)
+        # patterns at 0, step, ... up to length - width, as the kernels number them; none in shorter rows
+        usable = lengths >= self.width
+        n_patterns = (np.maximum(lengths, self.width) - self.width + steps - 1) // steps + usable
         pattern_base = region_offsets(n_patterns)
-        buffers = (strands.rows_on(d), d.to_device(strands.offsets), d.to_device(lengths.astype(np.uint32)),
-                   d.to_device(steps.astype(np.uint32)))
+        buffers = (strands.rows_on(d), strands.offsets_on(d), d.to_device(lengths), d.to_device(steps))
         return FilterReads(buffers, d.to_device(pattern_base), int(pattern_base[-1]))
 
     def emit(self, seg: DeviceSegment, n: int, reads_on_device: "FilterReads") -> "DeviceCandidates":

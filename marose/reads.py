@@ -131,9 +131,29 @@ class ReadBatch:
 
     def prepare(self) -> None:
         """Makes packed ahead of use, in the thread that reads, so that the mapping thread does
-        not spend its time on it; FASTQ text is left as it is, for a device to pack."""
+        not spend its time on it; FASTQ text is left as it is, for a device to pack, with its
+        newlines and lengths made ready."""
         if self.pieces is None:
             _ = self.packed
+        else:
+            _ = self.newlines, self._text_lengths
+
+    @cached_property
+    def newlines(self) -> np.ndarray:
+        """FASTQ text only: where each line of the pieces' texts, end to end, ends (uint32)."""
+        out = np.empty(4 * len(self), dtype=np.uint32)
+        at = line = 0
+        for piece in self.pieces:
+            np.add(piece.newlines, at, out=out[line:line + piece.newlines.size], casting="unsafe")
+            at += piece.text.size
+            line += piece.newlines.size
+        if at >= 2**32:
+            raise MemoryError("over 4 GiB of reads in one batch; use a smaller --batch-size")
+        return out
+
+    @cached_property
+    def _text_lengths(self) -> np.ndarray:
+        return np.concatenate([piece.seq_lengths for piece in self.pieces]).astype(np.int32)
 
     def codes(self, max_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Base codes (n, width) uint8 padded with 4, and lengths (n,) int32.
@@ -175,7 +195,7 @@ class ReadBatch:
     def lengths(self) -> np.ndarray:
         """The read lengths (int32)."""
         if self.pieces is not None:
-            return np.concatenate([piece.seq_lengths for piece in self.pieces]).astype(np.int32)
+            return self._text_lengths
         return np.diff(self.packed.seq_offset.astype(np.int64)).astype(np.int32)
 
     @cached_property

@@ -9,7 +9,10 @@ import numpy as np
 
 def region_offsets(sizes: np.ndarray) -> np.ndarray:
     """Where consecutive regions of the given sizes start, and where the last ends (uint32)."""
-    offsets = np.concatenate(([0], np.cumsum(sizes)))
+    sizes = np.asarray(sizes)
+    offsets = np.empty(sizes.size + 1, dtype=np.int64)
+    offsets[0] = 0
+    np.cumsum(sizes.astype(np.int64, copy=False), out=offsets[1:])  # numpy's cumsum casting as it goes is slower
     if offsets[-1] >= 2**32:
         raise MemoryError("over 2^32 candidates, loci or records in one batch; use a smaller --batch-size")
     return offsets.astype(np.uint32)

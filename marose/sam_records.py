@@ -48,7 +48,7 @@ class DeviceSamFormatter:
             raise ValueError("n_loci must hold, per read, at least the number of its hits")
         record_base = region_offsets(np.where(counts > 0, np.minimum(counts, self.max_hits), 1))
         reads = hits.reads
-        arguments = [d.to_device(record_base), d.to_device(loci.first), d.to_device(np.asarray(n_loci, np.uint32)),
+        arguments = [d.to_device(record_base), loci.first_on(d), d.to_device(np.asarray(n_loci, np.uint32)),
                      reads.names, reads.name_offset, reads.seqs, reads.seq_offset, reads.quals,
                      np.uint32(reads.has_quals), loci.row, loci.dist, hits.contig,
                      hits.contig_start, traced.ops, traced.count, np.uint32(traced.width), traced.start, self.genome,
