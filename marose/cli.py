@@ -122,7 +122,7 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     ref = index.reference
     on_device = DeviceIndex(index, device)  # while the first batch is still being read
     first = reading.result()
-    first_length = int(first.lengths()[0])
+    first_length = first.first_length()
     k = args.max_errors if args.max_errors is not None else default_max_errors(first_length)
     log(f"index {index.path} ({ref.total_length:,} bases, {len(index.segments)} segment(s)); "
         f"k={k}; device {describe(device.device)}")

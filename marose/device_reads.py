@@ -13,6 +13,8 @@ from .device import PLAIN, Device, groups
 from .reads import MAX_NAME_LEN, ReadBatch
 from .regions import region_offsets
 
+NEWLINE_GROUP = 64  # as cl/fastq.cl defines it
+
 
 @dataclass
 class PackedOnDevice:
@@ -42,22 +44,30 @@ def to_device(device: Device, batch: ReadBatch) -> PackedOnDevice:
 
 
 def _packed_from_text(device: Device, batch: ReadBatch) -> PackedOnDevice:
-    """FASTQ text, uploaded as read: fastq_fields checks every record's bytes and measures its
-    name, fastq_pack packs the records at the offsets the host makes of the lengths."""
-    n = len(batch)
-    newlines = device.to_device(batch.newlines)
-    text = device.to_device_joined([piece.text for piece in batch.pieces])
-    name_length = device.empty(n)
+    """FASTQ text, uploaded as read: find_newlines finds its lines, fastq_fields checks every
+    record and measures its name and sequence, and fastq_pack packs the records at the offsets
+    the host makes of those lengths."""
+    n, pieces = len(batch), batch.pieces
+    sizes = [piece.text.size for piece in pieces]
+    if sum(sizes) >= 2**32:
+        raise MemoryError("over 4 GiB of reads in one batch; use a smaller --batch-size")
+    text = device.to_device_joined([piece.text for piece in pieces])
+    newlines = device.empty(16 * n)
+    device.launch(device.kernel(PLAIN, "find_newlines"), (NEWLINE_GROUP * len(pieces),), (NEWLINE_GROUP,), text,
+                  device.to_device(region_offsets(sizes)), device.to_device(4 * region_offsets(list(map(len, pieces)))),
+                  newlines)
+    name_length, seq_length = device.empty(n), device.empty(4 * n)
     device.launch(device.kernel(PLAIN, "fastq_fields"), groups(n, 64), None, text, newlines, np.uint32(n),
-                  np.uint32(MAX_NAME_LEN), name_length)
+                  np.uint32(MAX_NAME_LEN), name_length, seq_length)
     name_length = device.read(name_length, np.uint8, n)
     if not name_length.all():
         _ = batch.packed  # the host's check names the first bad record
-        raise AssertionError("a record failed the device's check of FASTQ bytes but not the host's")
-    name_offset, seq_offset = region_offsets(name_length), region_offsets(batch.lengths())
+        raise AssertionError("a record failed the device's check of FASTQ text but not the host's")
+    lengths = device.read(seq_length, np.uint32, n).astype(np.int32)
+    name_offset, seq_offset = region_offsets(name_length), region_offsets(lengths)
     names, seqs, quals = device.empty(int(name_offset[-1])), device.empty(int(seq_offset[-1])), \
         device.empty(int(seq_offset[-1]))
     name_offset, seq_offset = device.to_device(name_offset), device.to_device(seq_offset)
     device.launch(device.kernel(PLAIN, "fastq_pack"), groups(n, 64), None, text, newlines, np.uint32(n),
                   name_offset, seq_offset, names, seqs, quals)
-    return PackedOnDevice(names, name_offset, seqs, seq_offset, quals, True, batch.lengths())
+    return PackedOnDevice(names, name_offset, seqs, seq_offset, quals, True, lengths)

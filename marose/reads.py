@@ -67,27 +67,33 @@ class PackedReads:
                            None if self.quals is None else self.quals[seq_from:seq_to])
 
 
-@dataclass
 class FastqText:
-    """Whole 4-line FASTQ records as read, their layout checked (a header line starting with '@',
-    a '+' line, as many qualities as bases, a sequence): the bytes of their names, sequences and
-    qualities are checked when they are packed, on the host (packed) or on a device
-    (marose/device_reads.py)."""
+    """FASTQ records as read, unchecked: the text starts at a record's first line and holds n
+    records of 4 lines each, ending with the last one's newline. They are checked and packed on
+    the host (packed) or on a device (marose/device_reads.py)."""
 
-    text: np.ndarray  # uint8, ending with the last record's newline
-    newlines: np.ndarray  # int64: where each line ends in text, 4 a record
-    seq_lengths: np.ndarray  # int64
-    first: int  # records of the input before these
-    label: str  # the input, as errors name it
+    def __init__(self, text: np.ndarray, n: int, first: int, label: str, newlines: np.ndarray | None = None):
+        self.text = text  # uint8
+        self.n = n
+        self.first = first  # records of the input before these
+        self.label = label  # the input, as errors name it
+        self._newlines = newlines
 
     def __len__(self) -> int:
-        return len(self.seq_lengths)
+        return self.n
+
+    @property
+    def newlines(self) -> np.ndarray:
+        """Where each line ends in text (int64, 4 a record), found when first asked for."""
+        if self._newlines is None:
+            self._newlines = np.flatnonzero(self.text == _LF)
+        return self._newlines
 
     def sliced(self, start: int, end: int) -> FastqText:
         """Records start..end-1 (a view of this text)."""
         at, to = _line_start(self.newlines, 4 * start), _line_start(self.newlines, 4 * end)
-        return FastqText(self.text[at:to], self.newlines[4 * start:4 * end] - at, self.seq_lengths[start:end],
-                         self.first + start, self.label)
+        return FastqText(self.text[at:to], end - start, self.first + start, self.label,
+                         self.newlines[4 * start:4 * end] - at)
 
     def packed(self) -> PackedReads:
         """The records checked and packed on the host; raises MaroseError at the first bad one."""
@@ -131,29 +137,21 @@ class ReadBatch:
 
     def prepare(self) -> None:
         """Makes packed ahead of use, in the thread that reads, so that the mapping thread does
-        not spend its time on it; FASTQ text is left as it is, for a device to pack, with its
-        newlines and lengths made ready."""
+        not spend its time on it; FASTQ text is left as it is, for a device to pack."""
         if self.pieces is None:
             _ = self.packed
-        else:
-            _ = self.newlines, self._text_lengths
 
-    @cached_property
-    def newlines(self) -> np.ndarray:
-        """FASTQ text only: where each line of the pieces' texts, end to end, ends (uint32)."""
-        out = np.empty(4 * len(self), dtype=np.uint32)
-        at = line = 0
-        for piece in self.pieces:
-            np.add(piece.newlines, at, out=out[line:line + piece.newlines.size], casting="unsafe")
-            at += piece.text.size
-            line += piece.newlines.size
-        if at >= 2**32:
-            raise MemoryError("over 4 GiB of reads in one batch; use a smaller --batch-size")
-        return out
-
-    @cached_property
-    def _text_lengths(self) -> np.ndarray:
-        return np.concatenate([piece.seq_lengths for piece in self.pieces]).astype(np.int32)
+    def first_length(self) -> int:
+        """The length of the first read, which is checked (FASTQ text: with its first piece,
+        when it is bad, so that the error is the one a whole reading names)."""
+        if self.pieces is None:
+            return int(self.lengths()[0])
+        first = self.pieces[0]
+        try:
+            return int(first.sliced(0, 1).packed().seq_offset[1])
+        except MaroseError:
+            first.packed()
+            raise
 
     def codes(self, max_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Base codes (n, width) uint8 padded with 4, and lengths (n,) int32.
@@ -194,8 +192,6 @@ class ReadBatch:
 
     def lengths(self) -> np.ndarray:
         """The read lengths (int32)."""
-        if self.pieces is not None:
-            return self._text_lengths
         return np.diff(self.packed.seq_offset.astype(np.int64)).astype(np.int32)
 
     @cached_property
@@ -475,11 +471,10 @@ def _fastq_chunks(first: bytes, data: Iterator[bytes], label: str) -> Iterator[F
     for block in itertools.chain([first], data):  # the first block's records wait for no other
         text = carry + block
         buf = np.frombuffer(text, dtype=np.uint8)
-        newlines = np.flatnonzero(buf == _LF)
-        count = _whole_records(text, newlines)
+        # Counting the newlines is several times faster than finding them, which a device does.
+        count, cut = _whole_records(text, int(np.count_nonzero(buf == _LF)))
         if count:
-            cut = int(newlines[4 * count - 1]) + 1
-            yield _fastq_text(buf[:cut], newlines[:4 * count], done, label)
+            yield FastqText(buf[:cut], count, done, label)
             done += count
             text = text[cut:]
         carry = text
@@ -499,13 +494,21 @@ def _fastq_chunks(first: bytes, data: Iterator[bytes], label: str) -> Iterator[F
         yield last
 
 
-def _whole_records(text: bytes, newlines: np.ndarray) -> int:
-    """How many 4-line records the text holds whole, less those of blank lines at its end,
-    which may be blank lines at the end of the input."""
-    count = len(newlines) // 4
-    while count and not text[_line_start(newlines, 4 * count - 4):newlines[4 * count - 1]].strip():
-        count -= 1
-    return count
+def _whole_records(text: bytes, lines: int) -> tuple[int, int]:
+    """How many 4-line records the text, which holds `lines` newlines, holds whole, less those of
+    blank lines at its end, which may be blank lines at the end of the input; and where the last
+    of them ends."""
+    count, end = lines // 4, len(text)
+    for _ in range(lines - 4 * count + 1):  # back to the newline of line 4 count
+        end = text.rfind(b"\n", 0, end)
+    while count:
+        start = end
+        for _ in range(4):
+            start = text.rfind(b"\n", 0, start)
+        if text[start + 1:end].strip():
+            break
+        count, end = count - 1, start
+    return count, end + 1 if count else 0
 
 
 def _line_start(newlines: np.ndarray, line: int) -> int:
@@ -513,16 +516,7 @@ def _line_start(newlines: np.ndarray, line: int) -> int:
 
 
 def _fastq_lines(lines: list[bytes], done: int, label: str) -> FastqText:
-    buf = np.frombuffer(b"\n".join(lines) + b"\n", dtype=np.uint8)
-    return _fastq_text(buf, np.flatnonzero(buf == _LF), done, label)
-
-
-def _fastq_text(buf: np.ndarray, newlines: np.ndarray, done: int, label: str) -> FastqText:
-    """Whole 4-line FASTQ records, their layout checked: buf ends with the last one's newline,
-    newlines are its positions; done = records before these."""
-    starts, ends = _line_bounds(buf, newlines)
-    _check_layout(buf, starts, ends, done, label)
-    return FastqText(buf, newlines, ends[1::4] - starts[1::4], done, label)
+    return FastqText(np.frombuffer(b"\n".join(lines) + b"\n", dtype=np.uint8), len(lines) // 4, done, label)
 
 
 def _check_layout(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, done: int, label: str) -> None:
@@ -561,9 +555,10 @@ def _fastq_error(label: str, record: int, line: int, what: str) -> MaroseError:
 
 
 def _fastq_records(buf: np.ndarray, newlines: np.ndarray, done: int, label: str) -> PackedReads:
-    """Check the bytes of whole 4-line FASTQ records whose layout is checked, and pack them: buf
-    ends with the last one's newline, newlines are its positions; done = records before these."""
+    """Check and pack whole 4-line FASTQ records: buf ends with the last one's newline, newlines
+    are its positions; done = records before these."""
     starts, ends = _line_bounds(buf, newlines)
+    _check_layout(buf, starts, ends, done, label)
     head_starts, seq_starts, qual_starts = starts[0::4], starts[1::4], starts[3::4]
     seq_lengths = ends[1::4] - seq_starts
 

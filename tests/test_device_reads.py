@@ -67,13 +67,21 @@ def test_packed_batches_are_uploaded_as_they_are(device, tmp_path: Path) -> None
     ((b"@r2/2\t", b"@r\x7f2\t"), "record 53: read name holds b'\\x7f', which is not printable ASCII"),
     ((b"@r2/2\t", b"@\t"), "record 53: empty read name"),
     ((b"@r2/2\t", b"@" + b"x" * 255 + b"\t"), "record 53: read name longer than 254 characters, the most SAM allows"),
+    ((b"@r2/2\t", b"r2/2\t"), "FASTQ record 53 (line 209): expected a header line starting with '@', got "
+                              "b'r2/2\\tcomment'"),
+    ((b"+r2/2\n", b"-r2/2\n"), "FASTQ record 53 (line 211): expected a '+' line, got b'-r2/2' (multi-line FASTQ "
+                               "is not supported)"),
+    ((b"+r2/2\n", b"\n"), "FASTQ record 53 (line 211): expected a '+' line, got b'' (multi-line FASTQ "
+                          "is not supported)"),
+    ((b"!!~~ABCD", b"!!~~ABCDE"), "FASTQ record 53 (line 212): quality length 9 differs from sequence length 8"),
+    ((b"GATTRYKM\n+r2/2\n!!~~ABCD", b"\n+r2/2\n"), "FASTQ record 53 (line 210): empty sequence"),
 ])
-def test_bad_bytes_found_on_the_device_are_reported_as_the_host_reports_them(
+def test_bad_records_found_on_the_device_are_reported_as_the_host_reports_them(
         device, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: tuple[bytes, bytes], message: str) -> None:
     data = FASTQ * 17 + FASTQ.replace(*change) + FASTQ  # the second record of the 18th copy: record 53
     path = write(tmp_path / "bad.fq", data)
     monkeypatch.setattr(reads, "CHUNK_BYTES", 100)
-    first, second = read_batches(path, 40)  # read without complaint: the bytes are checked when packed
+    first, second = read_batches(path, 40)  # read without complaint: the records are checked when packed
     device_reads.to_device(device, first)
     with pytest.raises(MaroseError) as caught:
         device_reads.to_device(device, second)
@@ -87,13 +95,16 @@ def test_a_name_of_254_characters_is_taken(device, tmp_path: Path) -> None:
     assert batch.names[2] == name.decode()
 
 
-def test_bad_bytes_before_a_bad_layout_are_the_error_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A batch's layout is checked as its text is read and its bytes later; an error in the bytes
-    of an earlier record is still the one reported."""
-    data = FASTQ.replace(b"GATTRYKM", b"GATT-YKM") + FASTQ * 20 + FASTQ.replace(b"+r2/2\n", b"-r2/2\n")
+@pytest.mark.parametrize("later", [FASTQ.replace(b"+r2/2\n", b"-r2/2\n"), b"@r4\nACGT\n"])
+def test_the_first_bad_record_is_the_error_reported(device, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     later: bytes) -> None:
+    """Bad bytes in an earlier piece of a batch than a bad layout, or than a record cut short at
+    the end of the input (which the reading finds), are the error reported."""
+    data = FASTQ.replace(b"GATTRYKM", b"GATT-YKM") + FASTQ * 20 + later
     path = write(tmp_path / "bad.fq", data)
     monkeypatch.setattr(reads, "CHUNK_BYTES", 100)
     with pytest.raises(MaroseError) as caught:
-        list(read_batches(path, 1000))
+        for batch in read_batches(path, 1000):
+            device_reads.to_device(device, batch)
     assert str(caught.value) == (f"{path}: FASTQ record 2 (line 6): sequence holds a byte that is not a letter: "
                                  "b'-' at position 5")
