@@ -167,7 +167,7 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
         checked.result()
     with SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1) as out:
         try:
-            pipeline.run(_timed(itertools.chain([first], batches), stats), work, write)
+            pipeline.run(_timed(itertools.chain([first], batches), stats, device), work, write)
         finally:
             checked.result()  # a corrupted index is the error to report, whatever else failed
         with stats.timing("write"):
@@ -220,14 +220,17 @@ def _in_background(function, *args) -> Future:
     return future
 
 
-def _timed(batches, stats):
-    """The batches, each prepared for the device, with the time spent reading, parsing and
-    preparing them counted as 'parse'."""
+def _timed(batches, stats, device):
+    """The batches, each prepared for the device (its text's copy queued), with the time spent
+    reading, parsing and preparing them counted as 'parse'."""
+    from .device_reads import queue_text_upload
+
     while True:
         with stats.timing("parse"):
             batch = next(batches, None)
             if batch is not None:
                 batch.prepare()
+                queue_text_upload(device, batch)
         if batch is None:
             return
         yield batch

@@ -109,6 +109,7 @@ class Device:
         # Buffers a DeferredRead has read in another thread, released by this one at its next
         # blocking read (the memory pool is this thread's).
         self._read_elsewhere: list = []
+        self._lane: UploadLane | None = None
         self._programs: dict = {}
         self._kernels: dict = {}
         # Scratch buffers come from a pool: a batch's buffers are taken again by the next batch
@@ -146,8 +147,9 @@ class Device:
             self._kernels[key] = self.cl.Kernel(self.program(files, defines), name)
         return self._kernels[key]
 
-    def launch(self, kernel, global_size, local_size, *args) -> None:
-        """Run a kernel; with profiling on, its device time is added to kernel_seconds.
+    def launch(self, kernel, global_size, local_size, *args, wait_for: list | None = None) -> None:
+        """Run a kernel, after the events of wait_for (of other queues) too; with profiling on,
+        its device time is added to kernel_seconds.
 
         A kernel launched without a work-group size (local_size None) gets groups of
         LOCAL_SIZE items: left to the runtime, PoCL takes a size that follows the global size
@@ -155,7 +157,7 @@ class Device:
         reads cost seconds of compiling."""
         if local_size is None:
             local_size = (math.gcd(global_size[0], LOCAL_SIZE),)
-        event = kernel(self.queue, global_size, local_size, *args)
+        event = kernel(self.queue, global_size, local_size, *args, wait_for=wait_for)
         self._in_use.append(args)
         if self.profile:
             self._events.append((kernel.function_name, event))
@@ -273,6 +275,18 @@ class Device:
                 del self._read_elsewhere[:len(self._read_elsewhere)]
         return out
 
+    @property
+    def has_upload_lane(self) -> bool:
+        """Whether another thread may queue copies to the device (upload_lane): a device with
+        memory of its own, not Oclgrind, which no two threads may call."""
+        return self.staged and not self._keep_all
+
+    def upload_lane(self) -> "UploadLane":
+        """The UploadLane, made at first use, by the one thread that uses it."""
+        if self._lane is None:
+            self._lane = UploadLane(self)
+        return self._lane
+
     def read_later(self, buffer, count: int) -> "DeferredRead":
         """The first count bytes of a buffer, read when DeferredRead.into is called, which may
         be in another thread: this one goes on queueing work meanwhile. (Oclgrind, which no two
@@ -280,6 +294,27 @@ class Device:
         if self._keep_all:
             return DeferredRead(self, None, count, self.read(buffer, np.uint8, count))
         return DeferredRead(self, buffer, count)
+
+
+class UploadLane:
+    """A second queue on a device, with pinned staging buffers of its own, for the copies that
+    one other thread (the one that reads the input) queues while the device runs the mapping
+    thread's commands. Its buffers are not the memory pool's, which is the mapping thread's."""
+
+    def __init__(self, device: Device):
+        self.cl, self.context = device.cl, device.context
+        self.queue = device.cl.CommandQueue(device.context)
+        self.staging = Staging(device.cl, device.context, self.queue, STAGING_BYTES)
+
+    def to_device_joined(self, arrays: list[np.ndarray]) -> tuple[object, object]:
+        """A buffer that will hold the arrays (uint8) end to end, and the event of the copies
+        (commands on the device's queue that read the buffer wait for it)."""
+        total = sum(a.nbytes for a in arrays)
+        buffer = self.cl.Buffer(self.context, self.cl.mem_flags.READ_ONLY, size=max(1, total))
+        self.staging.write(_parts(buffer, arrays))
+        copied = self.cl.enqueue_marker(self.queue)
+        self.queue.flush()  # another queue may wait for an event of this one only once it is flushed
+        return buffer, copied
 
 
 class DeferredRead:

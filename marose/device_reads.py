@@ -33,6 +33,14 @@ class PackedOnDevice:
         return len(self.lengths)
 
 
+def queue_text_upload(device: Device, batch: ReadBatch) -> None:
+    """Queues the copy of a FASTQ batch's text to the device, in the device's upload lane, for
+    to_device to find (batch.text_on_device): called by the thread that reads, it spares the
+    mapping thread the copy. Nothing is queued on a device without a lane."""
+    if batch.pieces is not None and device.has_upload_lane:
+        batch.text_on_device = device.upload_lane().to_device_joined([piece.text for piece in batch.pieces])
+
+
 def to_device(device: Device, batch: ReadBatch) -> PackedOnDevice:
     """The batch's reads packed on the device. Raises the reads' MaroseError for bad input."""
     if batch.pieces is not None:
@@ -51,11 +59,15 @@ def _packed_from_text(device: Device, batch: ReadBatch) -> PackedOnDevice:
     sizes = [piece.text.size for piece in pieces]
     if sum(sizes) >= 2**32:
         raise MemoryError("over 4 GiB of reads in one batch; use a smaller --batch-size")
-    text = device.to_device_joined([piece.text for piece in pieces])
+    if batch.text_on_device is not None:
+        text, copied = batch.text_on_device
+        batch.text_on_device = None  # the buffer goes when the kernels that use it are done
+    else:
+        text, copied = device.to_device_joined([piece.text for piece in pieces]), None
     newlines = device.empty(16 * n)
     device.launch(device.kernel(PLAIN, "find_newlines"), (NEWLINE_GROUP * len(pieces),), (NEWLINE_GROUP,), text,
                   device.to_device(region_offsets(sizes)), device.to_device(4 * region_offsets(list(map(len, pieces)))),
-                  newlines)
+                  newlines, wait_for=None if copied is None else [copied])
     name_length, seq_length = device.empty(n), device.empty(4 * n)
     device.launch(device.kernel(PLAIN, "fastq_fields"), groups(n, 64), None, text, newlines, np.uint32(n),
                   np.uint32(MAX_NAME_LEN), name_length, seq_length)

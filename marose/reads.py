@@ -117,11 +117,13 @@ class ReadBatch:
         self.first_index = first_index
         self._count = len(names)
         self.pieces: list[FastqText] | None = None
+        self.text_on_device = None  # FASTQ text: its copy on a device, queued ahead (marose/device_reads.py)
 
     @classmethod
     def from_packed(cls, packed: PackedReads, first_index: int) -> ReadBatch:
         batch = cls.__new__(cls)
         batch.packed, batch.first_index, batch._count, batch.pieces = packed, first_index, len(packed), None
+        batch.text_on_device = None
         return batch
 
     @classmethod
@@ -130,6 +132,7 @@ class ReadBatch:
         the text itself)."""
         batch = cls.__new__(cls)
         batch.pieces, batch.first_index, batch._count = pieces, first_index, sum(map(len, pieces))
+        batch.text_on_device = None
         return batch
 
     def __len__(self) -> int:

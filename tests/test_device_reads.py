@@ -48,6 +48,27 @@ def test_fastq_text_packed_on_the_device_as_on_the_host(device, tmp_path: Path, 
             assert_same(on_host(device, packed), batch.packed)
 
 
+def test_text_copied_ahead_in_the_upload_lane(device, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reading thread queues the text's copy in a queue of its own (as on a GPU); the mapping
+    thread's kernels wait for it."""
+    import marose.device
+
+    monkeypatch.setattr(marose.device, "STAGING_BYTES", 4096)  # many turns of the lane's slots
+    for name, value in (("staged", True), ("_staging", None), ("_lane", None)):
+        monkeypatch.setattr(device, name, value)
+    assert device.has_upload_lane
+    monkeypatch.setattr(reads, "CHUNK_BYTES", 1000)
+    batches = list(read_batches(write(tmp_path / "r.fq", varied_fastq(300, seed=5)), 120))
+    for batch in batches:
+        device_reads.queue_text_upload(device, batch)
+    assert all(batch.text_on_device is not None for batch in batches)
+    for batch in batches:
+        packed = device_reads.to_device(device, batch)
+        assert batch.text_on_device is None
+        assert_same(on_host(device, packed), batch.packed)
+    assert device._lane.queue is not device.queue
+
+
 def test_packed_batches_are_uploaded_as_they_are(device, tmp_path: Path) -> None:
     fasta = ReadBatch(["a", "bb"], [b"ACGT", b"NRYAC"], None, 0)
     packed = device_reads.to_device(device, fasta)
