@@ -1,32 +1,72 @@
 /* FASTQ records checked and packed on the device, as marose/reads.py checks and packs them on
- * the host. text holds n records of 4 lines each, end to end, in pieces; newlines[4 r + j] is the
- * position of the newline that ends line j of record r (find_newlines). */
+ * the host. text holds n records of 4 lines each, end to end; newlines[4 r + j] is the position
+ * of the newline that ends line j of record r (write_newlines). */
 
-#define NEWLINE_GROUP 64 /* work-items finding the newlines of a piece */
+#define NEWLINE_ITEMS 256 /* work-items of a group finding newlines, each in 16 bytes of text */
+#define NEWLINE_CHUNK (16 * NEWLINE_ITEMS)
 
-/* The newlines of each piece of text, a work-group a piece: piece g is text[piece_start[g],
- * piece_start[g + 1]) and its newlines are numbered from piece_line[g]. Each work-item counts
- * the newlines of its part of the piece, then writes their positions after those of the parts
- * before it. */
-__kernel void find_newlines(__global const uchar *text, __global const uint *piece_start,
-                            __global const uint *piece_line, __global uint *newlines)
+/* The newlines in text[16 i, 16 i + 16) for item i (within size bytes). */
+inline uint newlines_in(__global const uchar *text, uint size, uint at)
 {
-    __local uint counts[NEWLINE_GROUP];
-    uint g = get_group_id(0), t = get_local_id(0);
-    uint start = piece_start[g], end = piece_start[g + 1u];
-    uint part = (end - start + NEWLINE_GROUP - 1u) / NEWLINE_GROUP;
-    uint from = min(start + t * part, end), to = min(from + part, end);
     uint count = 0;
-    for (uint i = from; i < to; ++i)
-        count += text[i] == '\n';
+    for (uint j = 0; j < 16u; ++j)
+        count += at + j < size && text[at + j] == '\n';
+    return count;
+}
+
+/* Item t of a work-group of NEWLINE_ITEMS: the sum of the counts of the items before it, and in
+ * total the sum of all (a scan in local memory, log2(NEWLINE_ITEMS) steps). */
+inline uint before(__local uint *counts, uint t, uint count, uint *total)
+{
     counts[t] = count;
     barrier(CLK_LOCAL_MEM_FENCE);
-    uint at = piece_line[g];
-    for (uint u = 0; u < t; ++u)
-        at += counts[u];
-    for (uint i = from; i < to; ++i)
-        if (text[i] == '\n')
-            newlines[at++] = i;
+    for (uint step = 1; step < NEWLINE_ITEMS; step <<= 1) {
+        uint add = t >= step ? counts[t - step] : 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        counts[t] += add;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    *total = counts[NEWLINE_ITEMS - 1];
+    return counts[t] - count;
+}
+
+/* Finding the newlines of text (size bytes), in three passes over chunks of NEWLINE_CHUNK bytes:
+ * count_newlines counts each chunk's, scan_chunks (one work-group) turns the counts into where
+ * each chunk's newlines are numbered from, and write_newlines writes the position of newline
+ * number i to newlines[i]. */
+__kernel void count_newlines(__global const uchar *text, uint size, __global uint *chunk_count)
+{
+    __local uint counts[NEWLINE_ITEMS];
+    uint total;
+    before(counts, get_local_id(0), newlines_in(text, size, 16u * (uint)get_global_id(0)), &total);
+    if (get_local_id(0) == 0)
+        chunk_count[get_group_id(0)] = total;
+}
+
+__kernel void scan_chunks(__global uint *chunk_count, uint n_chunks)
+{
+    __local uint counts[NEWLINE_ITEMS];
+    uint t = get_local_id(0), part = (n_chunks + NEWLINE_ITEMS - 1u) / NEWLINE_ITEMS;
+    uint from = min(t * part, n_chunks), to = min(from + part, n_chunks), sum = 0, total;
+    for (uint c = from; c < to; ++c)
+        sum += chunk_count[c];
+    uint at = before(counts, t, sum, &total);
+    for (uint c = from; c < to; ++c) {
+        uint count = chunk_count[c];
+        chunk_count[c] = at;
+        at += count;
+    }
+}
+
+__kernel void write_newlines(__global const uchar *text, uint size, __global const uint *chunk_base,
+                             __global uint *newlines)
+{
+    __local uint counts[NEWLINE_ITEMS];
+    uint at = 16u * (uint)get_global_id(0), total;
+    uint i = chunk_base[get_group_id(0)] + before(counts, get_local_id(0), newlines_in(text, size, at), &total);
+    for (uint j = 0; j < 16u; ++j)
+        if (at + j < size && text[at + j] == '\n')
+            newlines[i++] = at + j;
 }
 
 /* Where line `line` of text ends, before its "\r\n" or "\n". */

@@ -13,7 +13,7 @@ from .device import PLAIN, Device, groups
 from .reads import MAX_NAME_LEN, ReadBatch
 from .regions import region_offsets
 
-NEWLINE_GROUP = 64  # as cl/fastq.cl defines it
+NEWLINE_CHUNK = 4096  # bytes of text a work-group of cl/fastq.cl's newline kernels takes
 
 
 @dataclass
@@ -52,22 +52,25 @@ def to_device(device: Device, batch: ReadBatch) -> PackedOnDevice:
 
 
 def _packed_from_text(device: Device, batch: ReadBatch) -> PackedOnDevice:
-    """FASTQ text, uploaded as read: find_newlines finds its lines, fastq_fields checks every
-    record and measures its name and sequence, and fastq_pack packs the records at the offsets
-    the host makes of those lengths."""
+    """FASTQ text, uploaded as read: count_newlines, scan_chunks and write_newlines find its
+    lines, fastq_fields checks every record and measures its name and sequence, and fastq_pack
+    packs the records at the offsets the host makes of those lengths."""
     n, pieces = len(batch), batch.pieces
-    sizes = [piece.text.size for piece in pieces]
-    if sum(sizes) >= 2**32:
+    size = sum(piece.text.size for piece in pieces)
+    if size >= 2**32 - NEWLINE_CHUNK:
         raise MemoryError("over 4 GiB of reads in one batch; use a smaller --batch-size")
     if batch.text_on_device is not None:
         text, copied = batch.text_on_device
         batch.text_on_device = None  # the buffer goes when the kernels that use it are done
     else:
         text, copied = device.to_device_joined([piece.text for piece in pieces]), None
-    newlines = device.empty(16 * n)
-    device.launch(device.kernel(PLAIN, "find_newlines"), (NEWLINE_GROUP * len(pieces),), (NEWLINE_GROUP,), text,
-                  device.to_device(region_offsets(sizes)), device.to_device(4 * region_offsets(list(map(len, pieces)))),
-                  newlines, wait_for=None if copied is None else [copied])
+    newlines, n_chunks = device.empty(16 * n), -(-size // NEWLINE_CHUNK)
+    chunks, group = device.empty(4 * n_chunks), (NEWLINE_CHUNK // 16,)  # a chunk's work-items, 16 bytes each
+    device.launch(device.kernel(PLAIN, "count_newlines"), (group[0] * n_chunks,), group, text, np.uint32(size),
+                  chunks, wait_for=None if copied is None else [copied])
+    device.launch(device.kernel(PLAIN, "scan_chunks"), group, group, chunks, np.uint32(n_chunks))
+    device.launch(device.kernel(PLAIN, "write_newlines"), (group[0] * n_chunks,), group, text, np.uint32(size),
+                  chunks, newlines)
     name_length, seq_length = device.empty(n), device.empty(4 * n)
     device.launch(device.kernel(PLAIN, "fastq_fields"), groups(n, 64), None, text, newlines, np.uint32(n),
                   np.uint32(MAX_NAME_LEN), name_length, seq_length)

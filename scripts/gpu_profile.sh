@@ -6,10 +6,11 @@
 #
 # DATA holds athal_chr1.fa.gz; the index is built once (by this checkout). The reads file is
 # written COPIES times over, each copy's names suffixed with its number, to $work/reads.fq.
-# Each CHECKOUT (default: this one) maps it RUNS times with scripts/map_series.sh, in turn, then
-# once under py-spy (every thread, waits included) and once with --gil (samples only while a
-# thread holds the interpreter lock); scripts/spy_summary.py summarizes both into $OUT.
-# Needs py-spy on PATH for the profiles (skipped without it).
+# Each CHECKOUT (default: this one) maps it RUNS times with scripts/map_series.sh, in turn, keeping
+# the last run's --stats as $OUT/stats_NAME.json (NAME: the checkout's folder name), then once
+# under py-spy for each of SPY_MODES (default "idle gil": every thread, waits included; samples
+# only while a thread holds the interpreter lock); scripts/spy_summary.py summarizes each into
+# $OUT. Needs py-spy on PATH for the profiles (skipped without it).
 set -euo pipefail
 data=${1:?data directory}; reads=${2:?reads.fq.gz}; copies=${3:?copies}; runs=${4:?runs}; shift 4
 checkouts=("$@"); [ ${#checkouts[@]} -gt 0 ] || checkouts=("$PWD")
@@ -32,13 +33,14 @@ for c in "${checkouts[@]}"; do  # kernels built into the runtime's cache before 
 done
 for r in $(seq "$runs"); do
     for c in "${checkouts[@]}"; do
-        (cd "$c" && "$here/scripts/map_series.sh" 1 "$(basename "$c")" python3 -m marose.cli map -q -x "$index" "$fq" -k 4 -o "$work/out.sam")
+        (cd "$c" && STATS_COPY="$out/stats_$(basename "$c").json" "$here/scripts/map_series.sh" 1 "$(basename "$c")" \
+            python3 -m marose.cli map -q -x "$index" "$fq" -k 4 -o "$work/out.sam")
     done
 done
 command -v py-spy > /dev/null || exit 0
 for c in "${checkouts[@]}"; do
     name=$(basename "$c")
-    for mode in idle gil; do
+    for mode in ${SPY_MODES:-idle gil}; do
         rm -f "$work/out.sam"; sync
         (cd "$c" && py-spy record --nonblocking --threads --"$mode" --rate 1000 --format raw -o "$work/spy.txt" -- \
             python3 -m marose.cli map -q -x "$index" "$fq" -k 4 -o "$work/out.sam") > /dev/null 2>&1

@@ -5,7 +5,8 @@
 #
 #   scripts/map_series.sh RUNS LABEL COMMAND...
 #
-# COMMAND is the map command without --stats (added here), e.g.
+# COMMAND is the map command without --stats (added here; with STATS_COPY set, the last run's
+# --stats file is copied there), e.g.
 #   scripts/map_series.sh 3 default python3 -m marose.cli map -q -x INDEX READS.fq.gz -k 3 -o /tmp/o.bam
 set -euo pipefail
 runs=${1:?runs}; label=${2:?label}; shift 2
@@ -34,3 +35,4 @@ print(f"{label}: whole {ended - started:.2f} setup {s['setup']:.2f} map {s['tota
       f"mapping thread {sum(cpu[k] for k in mapping):.2f} parse {cpu['parse']:.2f} write {cpu['write']:.2f}")
 PY
 done
+if [ -n "${STATS_COPY:-}" ]; then cp "$stats" "$STATS_COPY"; fi

@@ -11,7 +11,7 @@ import pytest
 from marose import device_reads, reads
 from marose.errors import MaroseError
 from marose.reads import ReadBatch, read_batches
-from test_reads import FASTQ, varied_fastq, write
+from test_reads import FASTQ, random_fastq, varied_fastq, write
 
 
 def on_host(device, packed: device_reads.PackedOnDevice) -> reads.PackedReads:
@@ -46,6 +46,16 @@ def test_fastq_text_packed_on_the_device_as_on_the_host(device, tmp_path: Path, 
             packed = device_reads.to_device(device, batch)
             assert packed.has_quals and np.array_equal(packed.lengths, batch.lengths())
             assert_same(on_host(device, packed), batch.packed)
+
+
+def test_a_batch_of_many_chunks(device, tmp_path: Path) -> None:
+    """Over 256 chunks of text (cl/fastq.cl's scan_chunks then sums several a work-item)."""
+    data = random_fastq(10_000, seed=7)[0]
+    batch, = read_batches(write(tmp_path / "r.fq", data), 10_000)
+    assert len(data) > 300 * device_reads.NEWLINE_CHUNK and len(data) % 16
+    packed = device_reads.to_device(device, batch)
+    assert_same(on_host(device, packed), batch.packed)
+    assert np.array_equal(packed.lengths, batch.lengths())
 
 
 def test_text_copied_ahead_in_the_upload_lane(device, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
