@@ -86,13 +86,14 @@ inline bool is_printable(uchar c)
     return c >= '!' && c <= '~';
 }
 
-/* The length of record r's name (after '@', up to the first whitespace) and of its sequence; the
- * name's is 0 when the record fails a check: a header line that does not start with '@', a third
+/* The length of record r's name (after '@', up to the first whitespace) and of its sequence, and
+ * the letters of the sequence other than A, C, G and T in either case (N to the mapper); the
+ * name's length is 0 when the record fails a check: a header line that does not start with '@', a third
  * line that does not start with '+', an empty sequence, qualities not as many as the bases, a
  * name that is empty, longer than max_name or holds a byte that is not printable ASCII, a
  * sequence byte that is not a letter, or a quality outside '!'..'~'. */
 __kernel void fastq_fields(__global const uchar *text, __global const uint *newlines, uint n, uint max_name,
-                           __global uchar *name_length, __global uint *seq_length)
+                           __global uchar *name_length, __global uint *seq_length, __global uint *n_count)
 {
     uint r = get_global_id(0);
     if (r >= n)
@@ -104,6 +105,7 @@ __kernel void fastq_fields(__global const uchar *text, __global const uint *newl
     bool ok = text[head - 1u] == '@' && text[line_start(newlines, 4u * r + 2u)] == '+' && seq_end > seq &&
               qual_end - qual == seq_end - seq;
     seq_length[r] = seq_end - seq;
+    n_count[r] = 0;
     if (!ok) {
         name_length[r] = 0;
         return;
@@ -117,12 +119,15 @@ __kernel void fastq_fields(__global const uchar *text, __global const uint *newl
     }
     uint length = name_end - head;
     ok &= length > 0u && length <= max_name;
+    uint n_bases = 0;
     for (uint j = 0; j < seq_end - seq; ++j) {
         uchar letter = text[seq + j] & 0xDF; /* clears the bit that makes an ASCII letter lower-case */
         ok &= letter >= 'A' && letter <= 'Z';
         ok &= is_printable(text[qual + j]);
+        n_bases += letter != 'A' && letter != 'C' && letter != 'G' && letter != 'T';
     }
     name_length[r] = ok ? (uchar)length : 0;
+    n_count[r] = n_bases;
 }
 
 /* Record r's name to names[name_offset[r]..], its upper-cased letters to seqs[seq_offset[r]..]

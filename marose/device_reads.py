@@ -28,6 +28,7 @@ class PackedOnDevice:
     quals: object
     has_quals: bool
     lengths: np.ndarray  # int32
+    n_count: np.ndarray | None = None  # letters other than ACGT in each read, when the packing counted them
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -71,18 +72,19 @@ def _packed_from_text(device: Device, batch: ReadBatch) -> PackedOnDevice:
     device.launch(device.kernel(PLAIN, "scan_chunks"), group, group, chunks, np.uint32(n_chunks))
     device.launch(device.kernel(PLAIN, "write_newlines"), (group[0] * n_chunks,), group, text, np.uint32(size),
                   chunks, newlines)
-    name_length, seq_length = device.empty(n), device.empty(4 * n)
+    name_length, seq_length, n_count = device.empty(n), device.empty(4 * n), device.empty(4 * n)
     device.launch(device.kernel(PLAIN, "fastq_fields"), groups(n, 64), None, text, newlines, np.uint32(n),
-                  np.uint32(MAX_NAME_LEN), name_length, seq_length)
+                  np.uint32(MAX_NAME_LEN), name_length, seq_length, n_count)
     name_length = device.read(name_length, np.uint8, n)
     if not name_length.all():
         _ = batch.packed  # the host's check names the first bad record
         raise AssertionError("a record failed the device's check of FASTQ text but not the host's")
     lengths = device.read(seq_length, np.uint32, n).astype(np.int32)
+    n_count = device.read(n_count, np.uint32, n).astype(np.int64)
     name_offset, seq_offset = region_offsets(name_length), region_offsets(lengths)
     names, seqs, quals = device.empty(int(name_offset[-1])), device.empty(int(seq_offset[-1])), \
         device.empty(int(seq_offset[-1]))
     name_offset, seq_offset = device.to_device(name_offset), device.to_device(seq_offset)
     device.launch(device.kernel(PLAIN, "fastq_pack"), groups(n, 64), None, text, newlines, np.uint32(n),
                   name_offset, seq_offset, names, seqs, quals)
-    return PackedOnDevice(names, name_offset, seqs, seq_offset, quals, True, lengths)
+    return PackedOnDevice(names, name_offset, seqs, seq_offset, quals, True, lengths, n_count)

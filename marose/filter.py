@@ -50,7 +50,8 @@ class Strands:
     @classmethod
     def on_device(cls, device: Device, reads: PackedOnDevice) -> tuple["Strands", np.ndarray]:
         """from_reads made on the device (cl/strands.cl) from the reads' letters there, the rows
-        left there; and the number of N in each read."""
+        left there; and the number of N in each read (as the packing counted them, or read
+        back)."""
         n, lengths = len(reads), reads.lengths.astype(np.uint32)
         width = int(lengths.max(initial=0))
         rows, n_count = device.empty(2 * n * width), device.empty(4 * n)
@@ -58,6 +59,8 @@ class Strands:
             device.launch(device.kernel(PLAIN, "both_strands"), groups(n, 64), None, reads.seqs, reads.seq_offset,
                           np.uint32(n), np.uint32(width), rows, n_count)
         strands = cls(None, np.repeat(lengths, 2), width, rows)
+        if reads.n_count is not None:
+            return strands, reads.n_count
         return strands, device.read(n_count, np.uint32, n).astype(np.int64)
 
     def rows_on(self, device: Device):

@@ -46,6 +46,7 @@ def test_fastq_text_packed_on_the_device_as_on_the_host(device, tmp_path: Path, 
             packed = device_reads.to_device(device, batch)
             assert packed.has_quals and np.array_equal(packed.lengths, batch.lengths())
             assert_same(on_host(device, packed), batch.packed)
+            assert packed.n_count.tolist() == [sum(c not in b"ACGT" for c in seq) for seq in batch.seqs]
 
 
 def test_a_batch_of_many_chunks(device, tmp_path: Path) -> None:
