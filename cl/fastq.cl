@@ -14,21 +14,8 @@ inline uint newlines_in(__global const uchar *text, uint size, uint at)
     return count;
 }
 
-/* Item t of a work-group of NEWLINE_ITEMS: the sum of the counts of the items before it, and in
- * total the sum of all (a scan in local memory, log2(NEWLINE_ITEMS) steps). */
-inline uint before(__local uint *counts, uint t, uint count, uint *total)
-{
-    counts[t] = count;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint step = 1; step < NEWLINE_ITEMS; step <<= 1) {
-        uint add = t >= step ? counts[t - step] : 0u;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        counts[t] += add;
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    *total = counts[NEWLINE_ITEMS - 1];
-    return counts[t] - count;
-}
+/* The newlines counted by the items before this one, and by all (needs scan.cl). */
+DEFINE_SCAN_ITEMS(scan_counts, NEWLINE_ITEMS)
 
 /* Finding the newlines of text (size bytes), in three passes over chunks of NEWLINE_CHUNK bytes:
  * count_newlines counts each chunk's, scan_chunks (one work-group) turns the counts into where
@@ -38,7 +25,7 @@ __kernel void count_newlines(__global const uchar *text, uint size, __global uin
 {
     __local uint counts[NEWLINE_ITEMS];
     uint total;
-    before(counts, get_local_id(0), newlines_in(text, size, 16u * (uint)get_global_id(0)), &total);
+    scan_counts(newlines_in(text, size, 16u * (uint)get_global_id(0)), counts, get_local_id(0), &total);
     if (get_local_id(0) == 0)
         chunk_count[get_group_id(0)] = total;
 }
@@ -50,7 +37,7 @@ __kernel void scan_chunks(__global uint *chunk_count, uint n_chunks)
     uint from = min(t * part, n_chunks), to = min(from + part, n_chunks), sum = 0, total;
     for (uint c = from; c < to; ++c)
         sum += chunk_count[c];
-    uint at = before(counts, t, sum, &total);
+    uint at = scan_counts(sum, counts, t, &total);
     for (uint c = from; c < to; ++c) {
         uint count = chunk_count[c];
         chunk_count[c] = at;
@@ -63,7 +50,8 @@ __kernel void write_newlines(__global const uchar *text, uint size, __global con
 {
     __local uint counts[NEWLINE_ITEMS];
     uint at = 16u * (uint)get_global_id(0), total;
-    uint i = chunk_base[get_group_id(0)] + before(counts, get_local_id(0), newlines_in(text, size, at), &total);
+    uint i = chunk_base[get_group_id(0)] +
+             scan_counts(newlines_in(text, size, at), counts, get_local_id(0), &total);
     for (uint j = 0; j < 16u; ++j)
         if (at + j < size && text[at + j] == '\n')
             newlines[i++] = at + j;

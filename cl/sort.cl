@@ -5,22 +5,8 @@
 #define RADIX_BITS 4
 #define NONE 0xffffffffu
 
-/* Exclusive prefix sum of one value per work-item; returns this item's prefix, total in *total. */
-inline uint scan_items(uint value, __local uint *buf, uint lid, uint *total)
-{
-    buf[lid] = value;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint d = 1; d < WG; d <<= 1) {
-        uint add = lid >= d ? buf[lid - d] : 0u;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        buf[lid] += add;
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    uint inclusive = buf[lid];
-    *total = buf[WG - 1];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return inclusive - value;
-}
+/* Exclusive prefix sum of one value per work-item (needs scan.cl). */
+DEFINE_SCAN_ITEMS(scan_items, WG)
 
 /* Stable LSD radix sort of n keys in local memory; returns the buffer holding the result. */
 inline __local uint *radix_sort(__local uint *src, __local uint *dst, uint n, __local uint *hist,

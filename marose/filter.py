@@ -16,7 +16,7 @@ from .regions import leading_entries, region_offsets
 from .row_sort import TILE, sort_long_rows
 from .sensitivity import neighborhood_size
 
-PROGRAM = ("murmur3.cl", "phf.cl", "search.cl", "sort.cl", "filter.cl", "row_sort.cl")  # one program
+PROGRAM = ("murmur3.cl", "phf.cl", "search.cl", "scan.cl", "sort.cl", "filter.cl", "row_sort.cl")  # one program
 GPU_WORK_GROUP = 64
 CPU_WORK_GROUP = 16  # a CPU runs a work-group's items in turn, and each barrier costs it a pass over them
 MAX_LOCAL_CANDIDATES = 4096

@@ -10,7 +10,7 @@ import numpy as np
 from .device import Device
 from .regions import region_offsets, spans
 
-PROGRAM = ("sort.cl", "row_sort.cl")
+PROGRAM = ("scan.cl", "sort.cl", "row_sort.cl")
 TILE = 512  # outputs of one work-group in a merge round; divides 2 * capacity
 KERNELS = ("sort_chunks", "merge_tiles", "count_unique", "scan_unique", "write_unique")
 
