@@ -11,7 +11,7 @@ import pytest
 from marose import device_reads, reads
 from marose.errors import MaroseError
 from marose.reads import ReadBatch, read_batches
-from test_reads import FASTQ, random_fastq, varied_fastq, write
+from test_reads import FASTQ, RECORD_53_ERRORS, random_fastq, varied_fastq, write
 
 
 def on_host(device, packed: device_reads.PackedOnDevice) -> reads.PackedReads:
@@ -89,15 +89,10 @@ def test_packed_batches_are_uploaded_as_they_are(device, tmp_path: Path) -> None
     assert_same(on_host(device, device_reads.to_device(device, listed)), listed.packed)
 
 
-@pytest.mark.parametrize("change, message", [
-    ((b"GATTRYKM", b"GATtR-KM"), "FASTQ record 53 (line 210): sequence holds a byte that is not a letter: "
-                                 "b'-' at position 6"),
+@pytest.mark.parametrize("change, message", RECORD_53_ERRORS + [
     ((b"GATTRYKM", b"GATTRYK\xc1"), "FASTQ record 53 (line 210): sequence holds a byte that is not a letter: "
                                     "b'\\xc1' at position 8"),
-    ((b"!!~~ABCD", b"!!~~A BD"), "FASTQ record 53 (line 212): quality holds a byte outside '!'..'~'"),
     ((b"!!~~ABCD", b"!!~~ABC\x80"), "FASTQ record 53 (line 212): quality holds a byte outside '!'..'~'"),
-    ((b"@r2/2\t", b"@r\x7f2\t"), "record 53: read name holds b'\\x7f', which is not printable ASCII"),
-    ((b"@r2/2\t", b"@\t"), "record 53: empty read name"),
     ((b"@r2/2\t", b"@" + b"x" * 255 + b"\t"), "record 53: read name longer than 254 characters, the most SAM allows"),
     ((b"@r2/2\t", b"r2/2\t"), "FASTQ record 53 (line 209): expected a header line starting with '@', got "
                               "b'r2/2\\tcomment'"),
@@ -105,7 +100,6 @@ def test_packed_batches_are_uploaded_as_they_are(device, tmp_path: Path) -> None
                                "is not supported)"),
     ((b"+r2/2\n", b"\n"), "FASTQ record 53 (line 211): expected a '+' line, got b'' (multi-line FASTQ "
                           "is not supported)"),
-    ((b"!!~~ABCD", b"!!~~ABCDE"), "FASTQ record 53 (line 212): quality length 9 differs from sequence length 8"),
     ((b"GATTRYKM\n+r2/2\n!!~~ABCD", b"\n+r2/2\n"), "FASTQ record 53 (line 210): empty sequence"),
 ])
 def test_bad_records_found_on_the_device_are_reported_as_the_host_reports_them(

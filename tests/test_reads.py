@@ -370,14 +370,18 @@ def test_varied_fastq_gives_the_reads_of_a_plain_reading(tmp_path: Path, monkeyp
             assert b.codes(60)[0].tolist() == ReadBatch(b.names, b.seqs, b.quals, k).codes(60)[0].tolist()
 
 
-@pytest.mark.parametrize("change, message", [
+# (change to FASTQ's second record, message) when it is record 53, in the 18th copy of FASTQ
+RECORD_53_ERRORS = [
     ((b"GATTRYKM", b"GATtR-KM"), "FASTQ record 53 (line 210): sequence holds a byte that is not a letter: "
                                  "b'-' at position 6"),
     ((b"!!~~ABCD", b"!!~~A BD"), "FASTQ record 53 (line 212): quality holds a byte outside '!'..'~'"),
     ((b"!!~~ABCD", b"!!~~ABCDE"), "FASTQ record 53 (line 212): quality length 9 differs from sequence length 8"),
     ((b"@r2/2\t", b"@r\x7f2\t"), "record 53: read name holds b'\\x7f', which is not printable ASCII"),
     ((b"@r2/2\t", b"@\t"), "record 53: empty read name"),
-])
+]
+
+
+@pytest.mark.parametrize("change, message", RECORD_53_ERRORS)
 def test_error_messages_name_the_record_across_small_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                            change: tuple[bytes, bytes], message: str) -> None:
     data = FASTQ * 17 + FASTQ.replace(*change)  # the second record of the 18th copy: record 53
