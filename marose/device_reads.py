@@ -58,7 +58,7 @@ def _packed_from_text(device: Device, batch: ReadBatch) -> PackedOnDevice:
     packs the records at the offsets the host makes of those lengths."""
     n, pieces = len(batch), batch.pieces
     size = sum(piece.text.size for piece in pieces)
-    if size >= 2**32 - NEWLINE_CHUNK:
+    if size >= 2**32 - NEWLINE_CHUNK:  # the newline kernels' items address up to a chunk past the end
         raise MemoryError("over 4 GiB of reads in one batch; use a smaller --batch-size")
     if batch.text_on_device is not None:
         text, copied = batch.text_on_device

@@ -252,8 +252,8 @@ def read_batches(path: str, batch_size: int | Iterable[int]) -> Iterator[ReadBat
     magic bytes. Every batch holds batch_size reads except possibly the last; batch_size may
     also be the sizes of the batches in turn, each taken from it when its batch is asked for.
     Raises MaroseError naming the file (and record) for unreadable or bad input. FASTQ batches
-    hold the text as read, its records' layout checked; their bytes are checked when the batch
-    is packed (ReadBatch.packed, or on a device).
+    hold the text as read, unchecked but for a record cut short at the end of the input: their
+    records are checked when the batch is packed (ReadBatch.packed, or on a device).
     """
     sizes = itertools.repeat(batch_size) if isinstance(batch_size, int) else iter(batch_size)
     size = _checked_size(next(sizes))
@@ -272,12 +272,13 @@ def read_batches(path: str, batch_size: int | Iterable[int]) -> Iterator[ReadBat
                 count -= size
                 size = _checked_size(next(sizes))
     except MaroseError:
-        for chunk in pending:  # an error in reads before the bad block is the one to report
+        for chunk in pending:  # a bad record read before the error is the one to report
             if isinstance(chunk, FastqText):
                 chunk.packed()
         raise
     if pending:
-        pending[0] = pending[0].sliced(start, len(pending[0]))
+        if start:
+            pending[0] = pending[0].sliced(start, len(pending[0]))
         yield _batch(list(pending), emitted)
     elif emitted == 0:
         raise MaroseError(f"no reads in {label}")
