@@ -8,8 +8,8 @@
 # written COPIES times over, each copy's names suffixed with its number, to $work/reads.fq.
 # Each CHECKOUT (default: this one) maps it RUNS times with scripts/map_series.sh, in turn, keeping
 # the last run's --stats as $OUT/stats_NAME.json (NAME: the checkout's folder name), then once
-# under py-spy for each of SPY_MODES (default "idle gil": every thread, waits included; samples
-# only while a thread holds the interpreter lock); scripts/spy_summary.py summarizes each into
+# under py-spy for each of SPY_MODES (unset: "idle gil", every thread, waits included; samples
+# only while a thread holds the interpreter lock; empty: none); scripts/spy_summary.py summarizes each into
 # $OUT. Needs py-spy on PATH for the profiles (skipped without it).
 set -euo pipefail
 data=${1:?data directory}; reads=${2:?reads.fq.gz}; copies=${3:?copies}; runs=${4:?runs}; shift 4
@@ -40,7 +40,7 @@ done
 command -v py-spy > /dev/null || exit 0
 for c in "${checkouts[@]}"; do
     name=$(basename "$c")
-    for mode in ${SPY_MODES:-idle gil}; do
+    for mode in ${SPY_MODES-idle gil}; do
         rm -f "$work/out.sam"; sync
         (cd "$c" && py-spy record --nonblocking --threads --"$mode" --rate 1000 --format raw -o "$work/spy.txt" -- \
             python3 -m marose.cli map -q -x "$index" "$fq" -k 4 -o "$work/out.sam") > /dev/null 2>&1
