@@ -9,8 +9,8 @@
 # Each CHECKOUT (default: this one) maps it RUNS times with scripts/map_series.sh, in turn, keeping
 # the last run's --stats as $OUT/stats_NAME.json (NAME: the checkout's folder name), then once
 # under py-spy for each of SPY_MODES (unset: "idle gil", every thread, waits included; samples
-# only while a thread holds the interpreter lock; empty: none); scripts/spy_summary.py summarizes each into
-# $OUT. Needs py-spy on PATH for the profiles (skipped without it).
+# only while a thread holds the interpreter lock; empty: none); scripts/spy_summary.py
+# summarizes each into $OUT. Needs py-spy on PATH for the profiles (skipped without it).
 set -euo pipefail
 data=${1:?data directory}; reads=${2:?reads.fq.gz}; copies=${3:?copies}; runs=${4:?runs}; shift 4
 checkouts=("$@"); [ ${#checkouts[@]} -gt 0 ] || checkouts=("$PWD")
