@@ -57,16 +57,16 @@ __kernel void write_newlines(__global const uchar *text, uint size, __global con
             newlines[i++] = at + j;
 }
 
-/* Where line `line` of text ends, before its "\r\n" or "\n". */
-inline uint line_end(__global const uchar *text, __global const uint *newlines, uint line)
-{
-    uint start = line ? newlines[line - 1u] + 1u : 0u, end = newlines[line];
-    return end > start && text[end - 1u] == '\r' ? end - 1u : end;
-}
-
 inline uint line_start(__global const uint *newlines, uint line)
 {
     return line ? newlines[line - 1u] + 1u : 0u;
+}
+
+/* Where line `line` of text ends, before its "\r\n" or "\n". */
+inline uint line_end(__global const uchar *text, __global const uint *newlines, uint line)
+{
+    uint end = newlines[line];
+    return end > line_start(newlines, line) && text[end - 1u] == '\r' ? end - 1u : end;
 }
 
 inline bool is_printable(uchar c)
@@ -75,11 +75,11 @@ inline bool is_printable(uchar c)
 }
 
 /* The length of record r's name (after '@', up to the first whitespace) and of its sequence, and
- * the letters of the sequence other than A, C, G and T in either case (N to the mapper); the
- * name's length is 0 when the record fails a check: a header line that does not start with '@', a third
- * line that does not start with '+', an empty sequence, qualities not as many as the bases, a
- * name that is empty, longer than max_name or holds a byte that is not printable ASCII, a
- * sequence byte that is not a letter, or a quality outside '!'..'~'. */
+ * the letters of the sequence other than A, C, G and T in either case (N to the mapper). The
+ * name's length is 0 when the record fails a check: a header line that does not start with '@',
+ * a third line that does not start with '+', an empty sequence, qualities not as many as the
+ * bases, a name that is empty, longer than max_name or holds a byte that is not printable
+ * ASCII, a sequence byte that is not a letter, or a quality outside '!'..'~'. */
 __kernel void fastq_fields(__global const uchar *text, __global const uint *newlines, uint n, uint max_name,
                            __global uchar *name_length, __global uint *seq_length, __global uint *n_count)
 {

@@ -67,11 +67,11 @@ def _packed_from_text(device: Device, batch: ReadBatch) -> PackedOnDevice:
         text, copied = device.to_device_joined([piece.text for piece in pieces]), None
     newlines, n_chunks = device.empty(16 * n), -(-size // NEWLINE_CHUNK)
     chunks, group = device.empty(4 * n_chunks), (NEWLINE_CHUNK // 16,)  # a chunk's work-items, 16 bytes each
-    device.launch(device.kernel(PLAIN, "count_newlines"), (group[0] * n_chunks,), group, text, np.uint32(size),
-                  chunks, wait_for=None if copied is None else [copied])
+    items = (group[0] * n_chunks,)
+    device.launch(device.kernel(PLAIN, "count_newlines"), items, group, text, np.uint32(size), chunks,
+                  wait_for=None if copied is None else [copied])
     device.launch(device.kernel(PLAIN, "scan_chunks"), group, group, chunks, np.uint32(n_chunks))
-    device.launch(device.kernel(PLAIN, "write_newlines"), (group[0] * n_chunks,), group, text, np.uint32(size),
-                  chunks, newlines)
+    device.launch(device.kernel(PLAIN, "write_newlines"), items, group, text, np.uint32(size), chunks, newlines)
     name_length, seq_length, n_count = device.empty(n), device.empty(4 * n), device.empty(4 * n)
     device.launch(device.kernel(PLAIN, "fastq_fields"), groups(n, 64), None, text, newlines, np.uint32(n),
                   np.uint32(MAX_NAME_LEN), name_length, seq_length, n_count)
