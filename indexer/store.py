@@ -29,6 +29,7 @@ from marose.errors import MaroseError
 from marose.reference import Reference
 
 from .build import IndexParams, Segment
+from .verified import VerifiedFiles
 
 FORMAT = "marose-index"
 VERSION = 1
@@ -164,9 +165,15 @@ def _check_crc32(file_path: str, spec: dict) -> None:
 
 
 def check_checksums(index: Index) -> None:
-    """Check the checksums of an index loaded without them (MaroseError on a mismatch)."""
+    """Check the checksums of an index loaded without them (MaroseError on a mismatch), but
+    not of files that passed before and are unchanged since (see verified.py)."""
+    verified = VerifiedFiles()
     for name, spec in index.manifest["files"].items():
-        _check_crc32(os.path.join(index.path, name), spec)
+        file_path = os.path.join(index.path, name)
+        if not verified.passed(file_path, spec["crc32"]):
+            _check_crc32(file_path, spec)
+            verified.add(file_path, spec["crc32"])
+    verified.save()
 
 
 def load(path: str, verify: bool = True) -> Index:

@@ -11,6 +11,13 @@ LAMBDA = os.path.join(DATA, "lambda_virus.fa.gz")
 ECOLI = os.path.join(DATA, "ecoli_1mb.fa.gz")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def verified_files_cache(tmp_path_factory):
+    """The list of index files that passed their checksums, kept out of the user's cache (the
+    variable reaches the commands the tests run too)."""
+    os.environ["MAROSE_CACHE_DIR"] = str(tmp_path_factory.mktemp("marose-cache"))
+
+
 @pytest.fixture(scope="session")
 def device():
     from marose.device import Device

@@ -1,5 +1,8 @@
 """The index: every (seed, neighborhood) answers exactly what a brute-force scan of the genome finds."""
 
+import json
+import os
+import shutil
 from collections import defaultdict
 
 import numpy as np
@@ -7,7 +10,7 @@ import pysam
 import pytest
 
 from conftest import ECOLI, LAMBDA, random_dna, write_fasta
-from indexer import bdz, bdz_cl, query, store
+from indexer import bdz, bdz_cl, query, store, verified
 from indexer.build import EMPTY_KEY, IndexParams, build_segment, segment_bounds
 from marose import lookup
 from marose.errors import MaroseError
@@ -160,6 +163,14 @@ def test_write_load_roundtrip(tmp_path):
     assert [p for p in tmp_path.iterdir()] == [tmp_path / "lambda.marose"]
 
 
+def flip_byte(path: str, at: int) -> None:
+    with open(path, "r+b") as handle:
+        handle.seek(at)
+        byte = handle.read(1)
+        handle.seek(at)
+        handle.write(bytes([byte[0] ^ 0x01]))
+
+
 @pytest.fixture
 def saved_index(tmp_path):
     params = IndexParams("########", 7, 1 << 26)
@@ -180,19 +191,12 @@ def test_truncated_index_names_the_file(saved_index):
 
 
 def test_corrupted_index_names_the_file(saved_index):
-    target = f"{saved_index}/seg000.slot_key"
-    with open(target, "r+b") as handle:
-        handle.seek(40)
-        byte = handle.read(1)
-        handle.seek(40)
-        handle.write(bytes([byte[0] ^ 0xFF]))
+    flip_byte(f"{saved_index}/seg000.slot_key", 40)
     with pytest.raises(MaroseError, match="seg000.slot_key.*corrupted"):
         store.load(saved_index)
 
 
 def test_other_version_is_refused(saved_index):
-    import json
-
     manifest = f"{saved_index}/manifest.json"
     data = json.load(open(manifest))
     data["version"] = 99
@@ -202,8 +206,6 @@ def test_other_version_is_refused(saved_index):
 
 
 def test_contig_lengths_that_do_not_add_up_are_refused(saved_index):
-    import json
-
     manifest = f"{saved_index}/manifest.json"
     data = json.load(open(manifest))
     data["reference"]["contigs"][0]["length"] += 8
@@ -215,3 +217,68 @@ def test_contig_lengths_that_do_not_add_up_are_refused(saved_index):
 def test_not_an_index(tmp_path):
     with pytest.raises(MaroseError, match="not a marose index"):
         store.load(str(tmp_path))
+
+
+@pytest.fixture
+def counted_checksums(monkeypatch, tmp_path):
+    """The files whose checksum store computes, in order, with an empty list of checked files."""
+    monkeypatch.setenv("MAROSE_CACHE_DIR", str(tmp_path / "cache"))
+    computed = []
+    crc32 = store._crc32
+
+    def counted(path):
+        computed.append(os.path.basename(path))
+        return crc32(path)
+
+    monkeypatch.setattr(store, "_crc32", counted)
+    return computed
+
+
+def test_a_file_is_checksummed_again_only_after_it_changes(saved_index, counted_checksums, monkeypatch):
+    monkeypatch.setattr(verified, "RACY_NS", 0)
+    index = store.load(saved_index, verify=False)
+    n_files = len(index.manifest["files"])
+    store.check_checksums(index)
+    assert len(counted_checksums) == n_files
+    store.check_checksums(index)
+    assert len(counted_checksums) == n_files  # all remembered
+    flip_byte(f"{saved_index}/seg000.slot_key", 40)
+    with pytest.raises(MaroseError, match="seg000.slot_key.*corrupted"):
+        store.check_checksums(index)
+    assert counted_checksums[n_files:] == ["seg000.slot_key"]
+    with pytest.raises(MaroseError, match="seg000.slot_key.*corrupted"):  # a failed file is not remembered
+        store.check_checksums(index)
+
+
+def test_a_file_changed_moments_before_its_check_is_not_remembered(saved_index, counted_checksums):
+    index = store.load(saved_index, verify=False)
+    store.check_checksums(index)
+    store.check_checksums(index)
+    assert len(counted_checksums) == 2 * len(index.manifest["files"])
+    assert not os.path.exists(os.path.join(os.environ["MAROSE_CACHE_DIR"], verified.FILE_NAME))
+
+
+def test_a_copied_index_is_checked_again_and_gone_files_are_forgotten(saved_index, counted_checksums,
+                                                                       monkeypatch, tmp_path):
+    monkeypatch.setattr(verified, "RACY_NS", 0)
+    store.check_checksums(store.load(saved_index, verify=False))
+    copy = str(tmp_path / "copy.marose")
+    shutil.copytree(saved_index, copy)
+    shutil.rmtree(saved_index)
+    index = store.load(copy, verify=False)
+    store.check_checksums(index)
+    assert len(counted_checksums) == 2 * len(index.manifest["files"])
+    listed = json.load(open(os.path.join(os.environ["MAROSE_CACHE_DIR"], verified.FILE_NAME)))
+    assert sorted(listed) == sorted(os.path.realpath(f"{copy}/{name}") for name in index.manifest["files"])
+
+
+def test_an_unwritable_cache_checks_every_time(saved_index, counted_checksums, monkeypatch, tmp_path):
+    monkeypatch.setattr(verified, "RACY_NS", 0)
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    monkeypatch.setenv("MAROSE_CACHE_DIR", str(blocker / "cache"))
+    index = store.load(saved_index, verify=False)
+    store.check_checksums(index)
+    store.check_checksums(index)
+    assert len(counted_checksums) == 2 * len(index.manifest["files"])
+    assert list(tmp_path.glob("**/.verified-*")) == []
