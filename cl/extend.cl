@@ -8,10 +8,21 @@
  * 0 everywhere (free start in the window), so the first word gets no carry. A base code above
  * 3 (N) matches nothing: its match mask is empty, in the read and in the genome.
  *
- * Needs search.cl and -D MAX_WORDS=: reads up to 64 * MAX_WORDS bases. */
+ * Needs search.cl and -D MAX_WORDS=: reads up to 64 * MAX_WORDS bases; PREFETCH=1 (on a CPU)
+ * lets row_loci ask for a window's genome bytes one window early. */
 
 #define WORD_BITS 64u
 #define NO_HIT 255
+
+/* Asks for the cache line holding p, where the compiler offers it (clang's builtin: PoCL). */
+#if PREFETCH && defined(__has_builtin)
+#if __has_builtin(__builtin_prefetch)
+#define PREFETCH_LINE(p) __builtin_prefetch(p)
+#endif
+#endif
+#ifndef PREFETCH_LINE
+#define PREFETCH_LINE(p)
+#endif
 
 /* Match masks of a read: word w, base b at peq[4 w + b]. */
 inline void read_masks(__global const uchar *read, uint length, ulong *peq)
@@ -161,6 +172,10 @@ __kernel void row_loci(__global const uchar *read_codes, __global const uint *re
         if (i >= last && !(locus.open && locus.owner >= first && locus.owner < last))
             break;
         uint start = run[i];
+        if (i + 1u < n_candidates) {  /* a CPU waits for the next window's bytes while aligning this one */
+            PREFETCH_LINE(genome + max(run[i + 1u], k) - k);
+            PREFETCH_LINE(genome + run[i + 1u] + length);
+        }
         uint c = last_at_most(contig_start, n_contigs, start);
         uint window = start - contig_start[c] >= k ? start - k : contig_start[c];
         uint end = min(contig_start[c + 1], start + length + k);

@@ -128,6 +128,12 @@ class Device:
     def is_cpu(self) -> bool:
         return bool(self.device.type & self.cl.device_type.CPU)
 
+    @property
+    def prefetches(self) -> bool:
+        """Whether kernels ask for cache lines ahead of use: a CPU, not Oclgrind (an interpreter
+        without the prefetch builtin)."""
+        return self.is_cpu and not self._keep_all
+
     def program(self, files: tuple[str, ...], defines: dict | None = None):
         key = (files, tuple(sorted((defines or {}).items())))
         if key not in self._programs:

@@ -55,7 +55,7 @@ device.queue.finish()
 seconds["index upload"] = time.perf_counter() - t
 t = time.perf_counter()
 mapper.filter(mapper.choice(READ_LENGTH).params.e)
-device.kernel(extend.ALIGN, "row_loci", extend.alignment_defines(READ_LENGTH, K))
+device.kernel(extend.ALIGN, "row_loci", extend.alignment_defines(device, READ_LENGTH, K))
 device.kernel(PLAIN, "best_loci")
 DeviceSamFormatter(device, mapper.genome, index.reference.names, 100, None)
 seconds["program builds (first use, in the mapping)"] = time.perf_counter() - t
