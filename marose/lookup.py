@@ -72,7 +72,7 @@ def unpack_genome(device: Device, reference: Reference, packed):
     (uploaded: a quarter of the bytes to copy, and no unpacking on the host) and N runs."""
     length = reference.total_length
     codes = device.empty(length)
-    device.launch(device.kernel(PLAIN, "unpack_genome"), groups(-(-length // 4)), None, packed,
+    device.launch(device.kernel(PLAIN, "unpack_genome"), groups(-(-length // 16)), None, packed,
                   np.uint32(length), codes)
     runs = np.ascontiguousarray(reference.runs, dtype=np.int64)
     if runs.size:
