@@ -58,6 +58,11 @@ def describe(device) -> str:
             f"{device.global_mem_size / 2**30:.1f} GiB, {device.max_compute_units} compute units")
 
 
+def is_oclgrind(device) -> bool:
+    """Whether an OpenCL device is Oclgrind's simulator (an interpreter that checks kernels)."""
+    return "oclgrind" in device.platform.name.lower()
+
+
 def choose_device(spec: str | None = None):
     """The device named by spec ('P:D' numbers or part of its name), PYOPENCL_CTX, or the best one.
 
@@ -78,7 +83,7 @@ def choose_device(spec: str | None = None):
                 return device
         raise MaroseError(f"no OpenCL device matches '{spec}'; `marose devices` lists them")
     cl = _cl()
-    real = [device for _, _, device in devices if "oclgrind" not in device.platform.name.lower()] or \
+    real = [device for _, _, device in devices if not is_oclgrind(device)] or \
         [devices[0][2]]  # a simulator only when named
     gpus = [device for device in real if device.type & cl.device_type.GPU]
     return (gpus or real)[0]
@@ -105,7 +110,7 @@ class Device:
         # loses track of buffers written by kernels when others are released, so there every
         # buffer a command used is kept until the device is gone; nor may two threads call it.
         self._in_use: list = []
-        self._keep_all = "oclgrind" in self.device.platform.name.lower()
+        self.is_oclgrind = is_oclgrind(self.device)
         # Buffers a DeferredRead has read in another thread, released by this one at its next
         # blocking read (the memory pool is this thread's).
         self._read_elsewhere: list = []
@@ -132,7 +137,7 @@ class Device:
     def prefetches(self) -> bool:
         """Whether kernels ask for cache lines ahead of use: a CPU, not Oclgrind (an interpreter
         without the prefetch builtin)."""
-        return self.is_cpu and not self._keep_all
+        return self.is_cpu and not self.is_oclgrind
 
     def program(self, files: tuple[str, ...], defines: dict | None = None):
         key = (files, tuple(sorted((defines or {}).items())))
@@ -276,7 +281,7 @@ class Device:
                 self._stager().read(buffer, out.view(np.uint8))
             else:
                 self.cl.enqueue_copy(self.queue, out, buffer)
-            if not self._keep_all:  # the queue is empty: releasing waits for nothing
+            if not self.is_oclgrind:  # the queue is empty: releasing waits for nothing
                 self._in_use.clear()
                 del self._read_elsewhere[:len(self._read_elsewhere)]
         return out
@@ -285,7 +290,7 @@ class Device:
     def has_upload_lane(self) -> bool:
         """Whether another thread may queue copies to the device (upload_lane): a device with
         memory of its own, not Oclgrind, which no two threads may call."""
-        return self.staged and not self._keep_all
+        return self.staged and not self.is_oclgrind
 
     def upload_lane(self) -> "UploadLane":
         """The UploadLane, made at first use, by the one thread that uses it."""
@@ -297,7 +302,7 @@ class Device:
         """The first count bytes of a buffer, read when DeferredRead.into is called, which may
         be in another thread: this one goes on queueing work meanwhile. (Oclgrind, which no two
         threads may call, reads them at once.)"""
-        if self._keep_all:
+        if self.is_oclgrind:
             return DeferredRead(self, None, count, self.read(buffer, np.uint8, count))
         return DeferredRead(self, buffer, count)
 

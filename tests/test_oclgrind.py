@@ -13,9 +13,9 @@ PROBLEMS = ("invalid", "data race", "uninitialized", "error", "out-of-bounds", "
 
 
 def oclgrind_available() -> bool:
-    from marose.device import all_devices
+    from marose.device import all_devices, is_oclgrind
 
-    return any("oclgrind" in d.platform.name.lower() for _, _, d in all_devices())
+    return any(is_oclgrind(d) for _, _, d in all_devices())
 
 
 def test_oclgrind_is_installed():
