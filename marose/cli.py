@@ -19,6 +19,7 @@ GPU_BATCH = 100_000
 CPU_BATCH = 25_000  # a CPU device maps a batch while the next is read and the last written
 FIRST_BATCH = CPU_BATCH  # read before the device is known
 DEFAULT_MAX_HITS = 100
+MAPPING_LANES = 2  # threads that map batches on a GPU (mapping_lanes)
 PROGRESS_SECONDS = 10.0
 
 
@@ -134,50 +135,66 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     started = time.time()
     stats = mapper.stats
     progress = {"last": started}
-
-    formatter = None if args.xa else DeviceSamFormatter(device, mapper.genome, ref.names, args.max_hits, rg_id)
-
-    def work(batch):
-        """The batch's hits, or with the formatter its SAM records, formatted on the device and
-        left there for the writing thread to read back."""
-        hits, n_loci = mapper.map_batch(batch)
-        if formatter is None:
-            return hits, n_loci
-        with stats.timing("format"):
-            return formatter.format(hits, n_loci)
-
+    mappers = [mapper] + [mapper.on_lane(device.mapping_lane()) for _ in range(mapping_lanes(device, on_device) - 1)]
+    works = [_mapping_work(m, None if args.xa else DeviceSamFormatter(m.device, m.genome, ref.names, args.max_hits,
+                                                                      rg_id)) for m in mappers]
     scratch = np.empty(0, np.uint8)  # the records of a batch read back, reused from batch to batch
 
     def write(batch, mapped) -> None:
         nonlocal scratch
-        if formatter is None:
+        if args.xa:
             with stats.timing("format"):
                 mapped = format_batch(batch, *mapped, ref.names, args.max_hits, args.xa, rg_id)
         with stats.timing("write"):
-            if formatter is not None:
+            if not args.xa:
                 if scratch.size < mapped.nbytes:
                     scratch = np.empty(mapped.nbytes + mapped.nbytes // 4, np.uint8)
                 mapped = mapped.into(scratch)
             out.write(mapped)
         if time.time() - progress["last"] > PROGRESS_SECONDS:
             progress["last"] = time.time()
-            log(f"{stats.reads:,} reads, {stats.reads / (progress['last'] - started):,.0f} reads/s")
+            reads = sum(m.stats.reads for m in mappers)
+            log(f"{reads:,} reads, {reads / (progress['last'] - started):,.0f} reads/s")
 
     if not kept_at_close(args.output):  # output that cannot be taken back waits for the check
         checked.result()
     with SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1) as out:
         try:
-            pipeline.run(_timed(itertools.chain([first], batches), stats, device), work, write)
+            pipeline.run(_timed(itertools.chain([first], batches), stats, device), works, write)
         finally:
             checked.result()  # a corrupted index is the error to report, whatever else failed
         with stats.timing("write"):
             out.close()
+    for lane in mappers[1:]:
+        stats.add(lane.stats)
     elapsed = time.time() - started
     summary(stats, elapsed, log)
     if args.stats:
         write_stats(args.stats, stats, elapsed, started - setup_started, device)
     if exit_when_done:
         _end_process(0)
+
+
+def mapping_lanes(device, on_device) -> int:
+    """Threads that map batches, each on a queue of its own (Device.mapping_lane): two on a
+    device with memory of its own (a GPU), where one's host work and waits then overlap the
+    other's kernels, when the whole index stays there (segments uploaded batch by batch would
+    go through the first lane's queue); one on a CPU device, whose kernels take every core."""
+    return MAPPING_LANES if device.has_upload_lane and on_device.resident else 1
+
+
+def _mapping_work(mapper, formatter):
+    """The work of a mapping lane: a batch's hits, or with the formatter its SAM records,
+    formatted on the device and left there for the writing thread to read back."""
+
+    def work(batch):
+        hits, n_loci = mapper.map_batch(batch)
+        if formatter is None:
+            return hits, n_loci
+        with mapper.stats.timing("format"):
+            return formatter.format(hits, n_loci)
+
+    return work
 
 
 def batch_sizes(given: int | None, device_default: Callable[[], int]) -> Iterator[int]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import os
+import threading
 from functools import lru_cache
 from pathlib import Path
 
@@ -97,9 +99,8 @@ class Device:
         self.cl = cl
         self.device = choose_device(spec)
         self.context = cl.Context([self.device])
-        properties = cl.command_queue_properties.PROFILING_ENABLE if profile else 0
-        self.queue = cl.CommandQueue(self.context, properties=properties)
         self.profile = profile
+        self.queue = self._new_queue()
         self.kernel_seconds: dict[str, float] = {}
         self._events: list = []
         # The arguments of the commands queued since the last blocking read, and the events of
@@ -116,15 +117,40 @@ class Device:
         self._read_elsewhere: list = []
         self._lane: UploadLane | None = None
         self._programs: dict = {}
+        self._building = threading.Lock()
+        # Every OpenCL call but a wait is made holding this lock, which the mapping lanes share:
+        # without it, two runs in 14 with two lanes crashed in NVIDIA's driver (H100), though
+        # OpenCL allows calls from several threads at once.
+        self.calls = threading.RLock()
         self._kernels: dict = {}
-        # Scratch buffers come from a pool: a batch's buffers are taken again by the next batch
-        # instead of being freed (on a GPU, freeing waits for the device) and allocated anew.
-        import pyopencl.tools
-
-        self._pool = pyopencl.tools.MemoryPool(pyopencl.tools.ImmediateAllocator(self.queue))
+        self._pool = self._new_pool()
         # On a device with memory of its own, copies of a MB or more go through pinned buffers.
         self.staged = not self.device.host_unified_memory
         self._staging: Staging | None = None
+
+    def _new_queue(self):
+        properties = self.cl.command_queue_properties.PROFILING_ENABLE if self.profile else 0
+        return self.cl.CommandQueue(self.context, properties=properties)
+
+    def _new_pool(self):
+        """Scratch buffers come from a pool: a batch's buffers are taken again by the next batch
+        instead of being freed (on a GPU, freeing waits for the device) and allocated anew."""
+        import pyopencl.tools
+
+        return pyopencl.tools.MemoryPool(pyopencl.tools.ImmediateAllocator(self.queue))
+
+    def mapping_lane(self) -> "Device":
+        """This device with a queue of its own, for a second thread to map batches on while
+        this one waits for the device (a GPU then runs one batch's kernels while the host
+        prepares another's). The context, programs and kernel profile are shared; the memory
+        pool, staging buffers, kernel objects (whose arguments each launch sets) and the
+        buffers kept for queued commands are its own."""
+        lane = copy.copy(self)
+        with self.calls:
+            lane.queue = self._new_queue()
+            lane._pool = lane._new_pool()
+        lane._kernels, lane._in_use, lane._read_elsewhere, lane._staging = {}, [], [], None
+        return lane
 
     def __repr__(self) -> str:
         return f"Device({describe(self.device)})"
@@ -141,15 +167,19 @@ class Device:
 
     def program(self, files: tuple[str, ...], defines: dict | None = None):
         key = (files, tuple(sorted((defines or {}).items())))
-        if key not in self._programs:
-            source = "\n".join(_source(name) for name in files)
-            options = ["-cl-std=CL1.2"] + [f"-D{name}={value}" for name, value in sorted((defines or {}).items())]
-            try:
-                self._programs[key] = self.cl.Program(self.context, source).build(options=options)
-            except self.cl.Error as exc:
-                raise MaroseError(f"OpenCL build of {', '.join(files)} failed on "
-                                  f"{self.device.name.strip()}: {exc}") from None
-        return self._programs[key]
+        with self._building:  # the mapping lanes share the programs
+            if key not in self._programs:
+                self._programs[key] = self._build(files, defines)
+            return self._programs[key]
+
+    def _build(self, files: tuple[str, ...], defines: dict | None):
+        source = "\n".join(_source(name) for name in files)
+        options = ["-cl-std=CL1.2"] + [f"-D{name}={value}" for name, value in sorted((defines or {}).items())]
+        try:
+            return self.cl.Program(self.context, source).build(options=options)
+        except self.cl.Error as exc:
+            raise MaroseError(f"OpenCL build of {', '.join(files)} failed on "
+                              f"{self.device.name.strip()}: {exc}") from None
 
     def kernel(self, files: tuple[str, ...], name: str, defines: dict | None = None):
         """A kernel of a cached program (retrieved once, then reused)."""
@@ -168,7 +198,8 @@ class Device:
         reads cost seconds of compiling."""
         if local_size is None:
             local_size = (math.gcd(global_size[0], LOCAL_SIZE),)
-        event = kernel(self.queue, global_size, local_size, *args, wait_for=wait_for)
+        with self.calls:
+            event = kernel(self.queue, global_size, local_size, *args, wait_for=wait_for)
         self._in_use.append(args)
         if self.profile:
             self._events.append((kernel.function_name, event))
@@ -194,7 +225,8 @@ class Device:
         if self._is_staged(data.nbytes):
             self._stager().write(_parts(buffer, [data.reshape(-1).view(np.uint8)]))
         else:
-            self._in_use.append(self.cl.enqueue_copy(self.queue, buffer, data, is_blocking=False))
+            with self.calls:
+                self._in_use.append(self.cl.enqueue_copy(self.queue, buffer, data, is_blocking=False))
         return buffer
 
     def to_device_joined(self, arrays: list[np.ndarray]):
@@ -210,8 +242,9 @@ class Device:
         at = 0
         for data in arrays:
             if data.nbytes:
-                self._in_use.append(self.cl.enqueue_copy(self.queue, buffer, np.ascontiguousarray(data),
-                                                         dst_offset=at, is_blocking=False))
+                with self.calls:
+                    self._in_use.append(self.cl.enqueue_copy(self.queue, buffer, np.ascontiguousarray(data),
+                                                             dst_offset=at, is_blocking=False))
             at += data.nbytes
         return buffer
 
@@ -250,7 +283,7 @@ class Device:
     def _stager(self) -> Staging:
         """The pinned staging buffers, made at first use (and again if STAGING_BYTES grew)."""
         if self._staging is None or self._staging.slot_bytes < STAGING_BYTES:
-            self._staging = Staging(self.cl, self.context, self.queue, STAGING_BYTES)
+            self._staging = Staging(self.cl, self.context, self.queue, STAGING_BYTES, self.calls)
         return self._staging
 
     def join(self, parts: list[tuple[object, int]], extra: int = 0):
@@ -260,14 +293,16 @@ class Device:
         at = 0
         for buffer, nbytes in parts:
             if nbytes:
-                self.cl.enqueue_copy(self.queue, out, buffer, byte_count=nbytes, dst_offset=at)
+                with self.calls:
+                    self.cl.enqueue_copy(self.queue, out, buffer, byte_count=nbytes, dst_offset=at)
             at += nbytes
         self._in_use.append(parts)
         return out
 
     def empty(self, nbytes: int):
         """A buffer of at least nbytes for the device to write, its contents undefined."""
-        return self._pool.allocate(max(int(nbytes), 1))
+        with self.calls:
+            return self._pool.allocate(max(int(nbytes), 1))
 
     def zeros(self, nbytes: int):
         """A zero-filled buffer, filled by copy from the host (which every tool sees as initialized)."""
@@ -280,10 +315,13 @@ class Device:
             if self._is_staged(out.nbytes):
                 self._stager().read(buffer, out.view(np.uint8))
             else:
-                self.cl.enqueue_copy(self.queue, out, buffer)
+                with self.calls:
+                    copied = self.cl.enqueue_copy(self.queue, out, buffer, is_blocking=False)
+                copied.wait()
             if not self.is_oclgrind:  # the queue is empty: releasing waits for nothing
-                self._in_use.clear()
-                del self._read_elsewhere[:len(self._read_elsewhere)]
+                with self.calls:
+                    self._in_use.clear()
+                    del self._read_elsewhere[:len(self._read_elsewhere)]
         return out
 
     @property
@@ -313,18 +351,21 @@ class UploadLane:
     thread's commands. Its buffers are not the memory pool's, which is the mapping thread's."""
 
     def __init__(self, device: Device):
-        self.cl, self.context = device.cl, device.context
-        self.queue = device.cl.CommandQueue(device.context)
-        self.staging = Staging(device.cl, device.context, self.queue, STAGING_BYTES)
+        self.cl, self.context, self.calls = device.cl, device.context, device.calls
+        with self.calls:
+            self.queue = device.cl.CommandQueue(device.context)
+        self.staging = Staging(device.cl, device.context, self.queue, STAGING_BYTES, self.calls)
 
     def to_device_joined(self, arrays: list[np.ndarray]) -> tuple[object, object]:
         """A buffer that will hold the arrays (uint8) end to end, and the event of the copies
         (commands on the device's queue that read the buffer wait for it)."""
         total = sum(a.nbytes for a in arrays)
-        buffer = self.cl.Buffer(self.context, self.cl.mem_flags.READ_ONLY, size=max(1, total))
+        with self.calls:
+            buffer = self.cl.Buffer(self.context, self.cl.mem_flags.READ_ONLY, size=max(1, total))
         self.staging.write(_parts(buffer, arrays))
-        copied = self.cl.enqueue_marker(self.queue)
-        self.queue.flush()  # another queue may wait for an event of this one only once it is flushed
+        with self.calls:
+            copied = self.cl.enqueue_marker(self.queue)
+            self.queue.flush()  # another queue may wait for an event of this one only once it is flushed
         return buffer, copied
 
 
@@ -337,14 +378,16 @@ class DeferredRead:
     def into(self, scratch: np.ndarray | None = None) -> np.ndarray:
         """The bytes (uint8), once every command queued before this call is done: in the first
         nbytes of scratch when it is large enough (a reused array is faster to write into than
-        fresh memory), else in a new array. The read is a plain blocking copy: the staging
-        buffers are the queueing thread's."""
+        fresh memory), else in a new array. The read is a plain copy: the staging buffers are
+        the queueing thread's."""
         if self.done is not None:
             return self.done
         out = scratch[:self.nbytes] if scratch is not None and scratch.size >= self.nbytes \
             else np.empty(self.nbytes, np.uint8)
         if self.nbytes:
-            self.device.cl.enqueue_copy(self.device.queue, out, self.buffer)
+            with self.device.calls:
+                copied = self.device.cl.enqueue_copy(self.device.queue, out, self.buffer, is_blocking=False)
+            copied.wait()
         self.device._read_elsewhere.append(self.buffer)
         self.buffer = None
         return out

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import sys
+import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -25,7 +27,8 @@ STAGES = ("parse", "encode", "filter", "extend", "traceback", "strings", "format
 
 @dataclass
 class Stats:
-    """Counts for the summary line, and seconds spent in each stage."""
+    """Counts for the summary line, and seconds spent in each stage (summed over the mapping
+    lanes, which run at once)."""
 
     reads: int = 0
     mapped: int = 0
@@ -52,6 +55,18 @@ class Stats:
             self.seconds[stage] += time.perf_counter() - started
             self.cpu_seconds[stage] += time.thread_time() - cpu_started
 
+    def add(self, other: "Stats") -> None:
+        """Adds another's counts, lengths and seconds (of a mapping lane) to these."""
+        for f in fields(self):
+            mine, theirs = getattr(self, f.name), getattr(other, f.name)
+            if isinstance(mine, dict):
+                for stage, seconds in theirs.items():
+                    mine[stage] += seconds
+            elif isinstance(mine, list):
+                mine.extend(theirs)
+            else:
+                setattr(self, f.name, mine + theirs)
+
 
 class Mapper:
     """Maps batches of reads against a loaded index on one device."""
@@ -75,7 +90,16 @@ class Mapper:
         self.repeat_occupancy = sum_sq / max(1, self.n_positions)
         self.filters: dict[int, Filter] = {}
         self.choices: dict[int, Choice] = {}
+        self._choosing = threading.Lock()
         self.stats = Stats()
+
+    def on_lane(self, device: Device) -> "Mapper":
+        """A Mapper for another thread that maps on device, a mapping lane of this one's
+        (Device.mapping_lane): the index on the device and the filter choices are shared; the
+        filters and the stats are its own."""
+        lane = copy.copy(self)
+        lane.device, lane.filters, lane.stats = device, {}, Stats()
+        return lane
 
     def choice(self, read_length: int) -> Choice:
         """Filter parameters for a read length, chosen once.
@@ -83,24 +107,28 @@ class Mapper:
         The guarantee covers edits where the index allows it, else substitutions; the first
         length with less than that is warned about, the others are listed in the summary.
         """
-        if read_length not in self.choices:
-            chosen = self._choose(read_length, indels=True)
-            if not chosen.guaranteed:
-                substitutions = self._choose(read_length, indels=False)
-                if substitutions.guaranteed:
-                    chosen = substitutions
-                    self.stats.substitutions_only.append(read_length)
-                else:
-                    self._warn(chosen)
-            self.choices[read_length] = chosen
-        return self.choices[read_length]
+        with self._choosing:  # by one lane at a time
+            if read_length not in self.choices:
+                self.choices[read_length] = self._chosen(read_length)
+            return self.choices[read_length]
+
+    def _chosen(self, read_length: int) -> Choice:
+        chosen = self._choose(read_length, indels=True)
+        if not chosen.guaranteed:
+            substitutions = self._choose(read_length, indels=False)
+            if substitutions.guaranteed:
+                chosen = substitutions
+                self.stats.substitutions_only.append(read_length)
+            else:
+                self._warn(chosen)
+        return chosen
 
     def _choose(self, read_length: int, indels: bool) -> Choice:
         p = self.index.params
         return choose_filter(read_length, self.k, p.mask, p.ln, self.n_positions, self.repeat_occupancy, indels)
 
     def _warn(self, chosen: Choice) -> None:
-        if not self.stats.unguaranteed:
+        if all(earlier.guaranteed for earlier in self.choices.values()):
             p = self.index.params
             print(f"marose: warning: for {chosen.read_length} bp reads and k={self.k} the index (mask "
                   f"{p.mask}, ln {p.ln}) gives no guarantee: {chosen.missed_fraction:.3%} of placements of "

@@ -1,12 +1,15 @@
 """Overlapping the stages of a run: batches are read ahead in one thread and written behind in
 another while the main thread maps, so input parsing and output formatting overlap the device
-work. Order is kept; the first error of any stage stops the others and is raised."""
+work. Mapping may also be shared by several threads (lanes), batch by batch in turn, so that
+one lane's waits for the device overlap another's host work. Order is kept; the first error
+of any stage stops the others and is raised."""
 
 from __future__ import annotations
 
 import queue
 import threading
-from typing import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Callable, Iterable, Iterator, Sequence
 
 _END = object()
 _POLL_SECONDS = 0.1
@@ -49,14 +52,20 @@ def _feed(items: Iterable, q: queue.Queue, stop: threading.Event) -> None:
 def _drain(q: queue.Queue, consume: Callable, stop: threading.Event, failure: list) -> None:
     try:
         while (item := _get(q, stop)) is not _END:
-            consume(*item)
+            batch, result = item
+            consume(batch, result.result() if isinstance(result, Future) else result)
     except BaseException as error:  # handed to the main thread
         failure.append(error)
         stop.set()
 
 
-def run(batches: Iterator, work: Callable, consume: Callable, depth: int = 2) -> None:
-    """consume(batch, work(batch)) for every batch, in order."""
+def run(batches: Iterator, work: Callable | Sequence[Callable], consume: Callable, depth: int = 2) -> None:
+    """consume(batch, work(batch)) for every batch, in order. work may be a list of lanes: the
+    i-th batch then goes to work[i % len(work)], each lane in a thread of its own, taking its
+    batches one at a time."""
+    lanes = list(work) if isinstance(work, Sequence) else [work]
+    threads = [ThreadPoolExecutor(1, thread_name_prefix=f"marose-lane{i}") for i in range(len(lanes))] \
+        if len(lanes) > 1 else []
     stop = threading.Event()
     inbox: queue.Queue = queue.Queue(depth)
     outbox: queue.Queue = queue.Queue(depth)
@@ -66,10 +75,14 @@ def run(batches: Iterator, work: Callable, consume: Callable, depth: int = 2) ->
     reader.start()
     writer.start()
     try:
+        number = 0
         while (batch := _get(inbox, stop)) is not _END:
             if isinstance(batch, _Failed):
                 raise batch.error
-            _put(outbox, (batch, work(batch)), stop)
+            lane = number % len(lanes)
+            result = threads[lane].submit(lanes[lane], batch) if threads else lanes[lane](batch)
+            _put(outbox, (batch, result), stop)
+            number += 1
         _put(outbox, _END, stop)
         writer.join()
     except BaseException:
@@ -77,5 +90,7 @@ def run(batches: Iterator, work: Callable, consume: Callable, depth: int = 2) ->
         raise
     finally:
         stop.set()
+        for thread in threads:  # no lane goes on using the device after the run
+            thread.shutdown(wait=True, cancel_futures=True)
     if failure:
         raise failure[0]

@@ -5,6 +5,7 @@ pinned buffers (numpy lets go of the interpreter lock) while the device copies t
 
 from __future__ import annotations
 
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -16,12 +17,15 @@ class Staging:
     """SLOTS pinned buffers of slot_bytes each, mapped into host memory for as long as this
     lives, and the last queued copy to or from each."""
 
-    def __init__(self, cl, context, queue, slot_bytes: int):
+    def __init__(self, cl, context, queue, slot_bytes: int, calls=None):
+        """calls: a lock held for each OpenCL call but waits (Device.calls), or None."""
         mf = cl.mem_flags
         self.cl, self.queue, self.slot_bytes = cl, queue, slot_bytes
-        pinned = [cl.Buffer(context, mf.ALLOC_HOST_PTR | mf.READ_WRITE, size=slot_bytes) for _ in range(SLOTS)]
-        flags = cl.map_flags.READ | cl.map_flags.WRITE
-        self.views = [cl.enqueue_map_buffer(queue, b, flags, 0, slot_bytes, np.uint8)[0] for b in pinned]
+        self.calls = calls or contextlib.nullcontext()
+        with self.calls:
+            pinned = [cl.Buffer(context, mf.ALLOC_HOST_PTR | mf.READ_WRITE, size=slot_bytes) for _ in range(SLOTS)]
+            flags = cl.map_flags.READ | cl.map_flags.WRITE
+            self.views = [cl.enqueue_map_buffer(queue, b, flags, 0, slot_bytes, np.uint8)[0] for b in pinned]
         self.last_copy: list = [None] * SLOTS
         self.threads = ThreadPoolExecutor(SLOTS)
 
@@ -44,8 +48,9 @@ class Staging:
             filled.pop(number).result()
             slot = number % SLOTS
             nbytes = sum(piece.nbytes for piece in pieces)
-            self.last_copy[slot] = self.cl.enqueue_copy(self.queue, buffer, self.views[slot][:nbytes],
-                                                        dst_offset=at, is_blocking=False)
+            with self.calls:
+                self.last_copy[slot] = self.cl.enqueue_copy(self.queue, buffer, self.views[slot][:nbytes],
+                                                            dst_offset=at, is_blocking=False)
             if number + SLOTS < len(parts):
                 filled[number + SLOTS] = self.threads.submit(fill, number + SLOTS, self.last_copy[slot])
 
@@ -63,8 +68,9 @@ class Staging:
             if emptied[slot] is not None:  # the slot's last part is out before the next comes in
                 emptied[slot].result()
             n = min(self.slot_bytes, out.nbytes - at)
-            self.last_copy[slot] = self.cl.enqueue_copy(self.queue, self.views[slot][:n], buffer, src_offset=at,
-                                                        is_blocking=False)
+            with self.calls:
+                self.last_copy[slot] = self.cl.enqueue_copy(self.queue, self.views[slot][:n], buffer, src_offset=at,
+                                                            is_blocking=False)
             emptied[slot] = self.threads.submit(empty, slot, self.last_copy[slot], at, n)
         for done in emptied:
             if done is not None:

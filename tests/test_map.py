@@ -185,6 +185,30 @@ def test_output_is_identical_across_batch_sizes_and_segments(lambda_two_contigs,
     assert len(outputs[0]) > 60
 
 
+@pytest.mark.parametrize("xa", [False, True])
+def test_output_and_counts_are_identical_in_several_mapping_lanes(lambda_two_contigs, tmp_path, monkeypatch, xa):
+    """Batches shared out to three lanes (a GPU maps in two; here forced on the CPU device),
+    each with its own queue, written in input order, the lanes' counts summed."""
+    import json
+
+    reads = simulate(read_fasta(lambda_two_contigs), 90, 80, 3, np.random.default_rng(9))
+    fq = write_reads(tmp_path / "r.fq", reads)
+    index = build_index(lambda_two_contigs)
+    runs = []
+    for lanes in (1, 3):
+        monkeypatch.setattr(cli, "mapping_lanes", lambda device, on_device: lanes)
+        out, stats = tmp_path / f"o{lanes}.sam", tmp_path / f"s{lanes}.json"
+        assert run_map("-x", index, fq, "-o", out, "-k", 3, "--batch-size", 8, "--stats", stats,
+                       *(["--xa"] if xa else [])) == 0
+        record = json.load(open(stats))
+        runs.append(([line for line in open(out) if not line.startswith("@PG")],
+                     {key: record[key] for key in ("reads", "mapped", "unique", "loci", "candidates", "cells")},
+                     record["kernel_seconds"]))
+    assert runs[1][0] == runs[0][0] and len(runs[0][0]) > 90
+    assert runs[1][1] == runs[0][1] and runs[0][1]["reads"] == 90
+    assert runs[1][2].keys() == runs[0][2].keys()  # every lane's kernels profiled
+
+
 def test_segments_too_large_for_the_device_are_streamed(lambda_two_contigs, tmp_path, monkeypatch):
     """An index whose segments do not fit the device is uploaded a segment at a time for each
     batch, and maps as one kept on the device (uploaded with the genome, in one go)."""
