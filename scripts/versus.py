@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Whole runs of two or more commands in turn on one machine, and their speed against the first.
+
+    scripts/versus.py --rounds 3 --output OUT1 'marose map ... -o OUT1' --output OUT2 'minimap2 ... > OUT2'
+
+Each command is a shell command line; each --output (one per command, in order) names the file
+it writes, which is removed and synced away before each of its runs (replacing a file written a
+moment ago waits for its writeback). The commands take turns, round after round, so that a
+machine's drift touches all of them alike. Prints each round's seconds and, for every other
+command, its seconds divided by the first command's (how many times faster the first is).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import time
+
+
+def timed(command: str, output: str) -> float:
+    if os.path.exists(output):
+        os.remove(output)
+    os.sync()
+    started = time.perf_counter()
+    subprocess.run(command, shell=True, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--output", action="append", required=True, help="the file the next command writes")
+    parser.add_argument("commands", nargs="+")
+    args = parser.parse_args()
+    if len(args.output) != len(args.commands):
+        parser.error("give one --output for each command")
+    for number, command in enumerate(args.commands):
+        print(f"command {number}: {command}")
+    for round_number in range(1, args.rounds + 1):
+        seconds = [timed(command, output) for command, output in zip(args.commands, args.output)]
+        ratios = ", ".join(f"{s / seconds[0]:.2f}x" for s in seconds[1:])
+        print(f"round {round_number}: " + ", ".join(f"{s:.2f} s" for s in seconds) + f"; against command 0: {ratios}",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
