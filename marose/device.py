@@ -315,14 +315,19 @@ class Device:
             if self._is_staged(out.nbytes):
                 self._stager().read(buffer, out.view(np.uint8))
             else:
-                with self.calls:
-                    copied = self.cl.enqueue_copy(self.queue, out, buffer, is_blocking=False)
-                copied.wait()
+                self._copy_out(out, buffer)
             if not self.is_oclgrind:  # the queue is empty: releasing waits for nothing
                 with self.calls:
                     self._in_use.clear()
                     del self._read_elsewhere[:len(self._read_elsewhere)]
         return out
+
+    def _copy_out(self, out: np.ndarray, buffer) -> None:
+        """Copies the first out.nbytes bytes of buffer into out, once every command queued
+        before is done; the lock is held to queue the copy, not while it is waited for."""
+        with self.calls:
+            copied = self.cl.enqueue_copy(self.queue, out, buffer, is_blocking=False)
+        copied.wait()
 
     @property
     def has_upload_lane(self) -> bool:
@@ -385,9 +390,7 @@ class DeferredRead:
         out = scratch[:self.nbytes] if scratch is not None and scratch.size >= self.nbytes \
             else np.empty(self.nbytes, np.uint8)
         if self.nbytes:
-            with self.device.calls:
-                copied = self.device.cl.enqueue_copy(self.device.queue, out, self.buffer, is_blocking=False)
-            copied.wait()
+            self.device._copy_out(out, self.buffer)
         self.device._read_elsewhere.append(self.buffer)
         self.buffer = None
         return out

@@ -5,7 +5,6 @@ pinned buffers (numpy lets go of the interpreter lock) while the device copies t
 
 from __future__ import annotations
 
-import contextlib
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -17,11 +16,10 @@ class Staging:
     """SLOTS pinned buffers of slot_bytes each, mapped into host memory for as long as this
     lives, and the last queued copy to or from each."""
 
-    def __init__(self, cl, context, queue, slot_bytes: int, calls=None):
-        """calls: a lock held for each OpenCL call but waits (Device.calls), or None."""
+    def __init__(self, cl, context, queue, slot_bytes: int, calls):
+        """calls: the lock held for each OpenCL call but waits (Device.calls)."""
         mf = cl.mem_flags
-        self.cl, self.queue, self.slot_bytes = cl, queue, slot_bytes
-        self.calls = calls or contextlib.nullcontext()
+        self.cl, self.queue, self.slot_bytes, self.calls = cl, queue, slot_bytes, calls
         with self.calls:
             pinned = [cl.Buffer(context, mf.ALLOC_HOST_PTR | mf.READ_WRITE, size=slot_bytes) for _ in range(SLOTS)]
             flags = cl.map_flags.READ | cl.map_flags.WRITE
