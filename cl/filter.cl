@@ -95,9 +95,9 @@ inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __
                        __global const uint *slot_key, __global const uint *slot_start)
 {
     uint slot[LOOKUP_BATCH];
-#if LOOKUP_BATCH % 8 == 0 /* in eights: keys past n are hashed too, and their slots not read */
-    for (uint j = 0; j < n; j += 8)
-        vstore8(phf_slot8(vload8(0, keys + j), h.hash_seed, h.base, h.part, g), 0, slot + j);
+#if LOOKUP_BATCH % 4 == 0 /* in fours: keys past n are hashed too, and their slots not read */
+    for (uint j = 0; j < n; j += 4)
+        vstore4(phf_slot4(vload4(0, keys + j), h.hash_seed, h.base, h.part, g), 0, slot + j);
 #else
     for (uint j = 0; j < n; ++j)
         slot[j] = phf_slot(keys[j], h.hash_seed, h.base, h.part, g);

@@ -1,7 +1,13 @@
 /* The genome's base codes on the device, from its 2-bit packing (four bases a byte, the first
  * in the low bits; N stored as A) and its N runs: unpack_genome writes sixteen bases (four
- * bytes) per work-item, one vector store where they are all in the genome, then mark_n_runs
- * writes code 4 over each run, a work-item per run. */
+ * bytes) per work-item, four stores of four where they are all in the genome, then
+ * mark_n_runs writes code 4 over each run, a work-item per run. (Four-byte vectors: see
+ * murmur3.cl on vector widths.) */
+
+inline uchar4 four_bases(uchar b)
+{
+    return ((uchar4)b >> (uchar4)(0, 2, 4, 6)) & (uchar4)3;
+}
 
 __kernel void unpack_genome(__global const uchar *packed, uint length, __global uchar *codes)
 {
@@ -10,9 +16,10 @@ __kernel void unpack_genome(__global const uchar *packed, uint length, __global 
         return;
     if (16ul * i + 16u <= length) {
         uchar4 b = vload4(i, packed);
-        uint word = b.s0 | (uint)b.s1 << 8 | (uint)b.s2 << 16 | (uint)b.s3 << 24;
-        uint16 shift = (uint16)(0u, 2u, 4u, 6u, 8u, 10u, 12u, 14u, 16u, 18u, 20u, 22u, 24u, 26u, 28u, 30u);
-        vstore16(convert_uchar16(((uint16)word >> shift) & 3u), i, codes);
+        vstore4(four_bases(b.s0), 4 * i, codes);
+        vstore4(four_bases(b.s1), 4 * i + 1, codes);
+        vstore4(four_bases(b.s2), 4 * i + 2, codes);
+        vstore4(four_bases(b.s3), 4 * i + 3, codes);
         return;
     }
     for (uint j = 16u * i; j < length; ++j)  /* the last bases, fewer than sixteen */

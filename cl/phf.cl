@@ -22,21 +22,20 @@ inline uint phf_slot(uint key, uint hash_seed, uint base, uint part, __global co
     return j == 0u ? e.x : (j == 1u ? e.y : e.z);
 }
 
-/* phf_slot of eight keys of one seed at once. */
-inline uint8 g_value8(__global const uint *g, uint8 v)
+/* phf_slot of four keys of one seed at once. */
+inline uint4 g_value4(__global const uint *g, uint4 v)
 {
-    uint8 words = (uint8)(g[v.s0 >> 4], g[v.s1 >> 4], g[v.s2 >> 4], g[v.s3 >> 4],
-                          g[v.s4 >> 4], g[v.s5 >> 4], g[v.s6 >> 4], g[v.s7 >> 4]);
+    uint4 words = (uint4)(g[v.s0 >> 4], g[v.s1 >> 4], g[v.s2 >> 4], g[v.s3 >> 4]);
     return (words >> ((v & 15u) * 2u)) & 3u;
 }
 
-inline uint8 phf_slot8(uint8 key, uint hash_seed, uint base, uint part, __global const uint *g)
+inline uint4 phf_slot4(uint4 key, uint hash_seed, uint base, uint part, __global const uint *g)
 {
-    uint8 k = murmur3_scramble8(key), parts = (uint8)part;
+    uint4 k = murmur3_scramble4(key), parts = (uint4)part;
     uint s = hash_seed * 3u;
-    uint8 e0 = base + mul_hi(murmur3_finish8(k, s), parts);
-    uint8 e1 = base + part + mul_hi(murmur3_finish8(k, s + 1u), parts);
-    uint8 e2 = base + 2u * part + mul_hi(murmur3_finish8(k, s + 2u), parts);
-    uint8 j = (g_value8(g, e0) + g_value8(g, e1) + g_value8(g, e2)) % 3u;
+    uint4 e0 = base + mul_hi(murmur3_finish4(k, s), parts);
+    uint4 e1 = base + part + mul_hi(murmur3_finish4(k, s + 1u), parts);
+    uint4 e2 = base + 2u * part + mul_hi(murmur3_finish4(k, s + 2u), parts);
+    uint4 j = (g_value4(g, e0) + g_value4(g, e1) + g_value4(g, e2)) % 3u;
     return select(select(e2, e1, j == 1u), e0, j == 0u);
 }

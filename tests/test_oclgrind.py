@@ -51,3 +51,21 @@ def test_all_kernels_are_clean_under_oclgrind(tmp_path):
     name, flag, contig, _, _, cigar, *_, nm, md, _, hn = primary[4]
     assert (name, contig, cigar, nm) == ("r4", "c", "40M", "NM:i:0")
     assert int(hn[5:]) >= 1990  # the read lies at every copy of the repeat
+
+
+def test_no_kernel_uses_vectors_wider_than_sixteen_bytes():
+    """A vector of more than 16 bytes (uint8, uint16, ulong4, ...) is passed to a builtin in
+    registers that depend on whether AVX or AVX-512 is enabled; PoCL may compile a kernel for a
+    narrower target than its builtins (seen on an AMD EPYC with PyPI's PoCL: every read unmapped)."""
+    import re
+
+    from marose.device import kernel_dir
+
+    sizes = {"char": 1, "uchar": 1, "short": 2, "ushort": 2, "int": 4, "uint": 4, "float": 4, "long": 8,
+             "ulong": 8, "double": 8}
+    vector = re.compile(r"\b(u?char|u?short|u?int|u?long|float|double)(2|3|4|8|16)\b")
+    comment = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+    wide = [(path.name, match.group(0)) for path in sorted(kernel_dir().glob("*.cl"))
+            for match in vector.finditer(comment.sub("", path.read_text()))
+            if sizes[match.group(1)] * int(match.group(2)) > 16]
+    assert wide == []
