@@ -74,12 +74,19 @@ inline bool is_printable(uchar c)
     return c >= '!' && c <= '~';
 }
 
+/* A sequence byte upper-cased, '.' as N (as marose/reads.py's _upper_letters). */
+inline uchar upper_base(uchar c)
+{
+    return c == '.' ? 'N' : c & 0xDF; /* clears the bit that makes an ASCII letter lower-case */
+}
+
 /* The length of record r's name (after '@', up to the first whitespace) and of its sequence, and
- * the letters of the sequence other than A, C, G and T in either case (N to the mapper). The
- * name's length is 0 when the record fails a check: a header line that does not start with '@',
- * a third line that does not start with '+', an empty sequence, qualities not as many as the
- * bases, a name that is empty, longer than max_name or holds a byte that is not printable
- * ASCII, a sequence byte that is not a letter, or a quality outside '!'..'~'. */
+ * the letters of the sequence other than A, C, G and T in either case (N to the mapper; '.'
+ * reads as N). The name's length is 0 when the record fails a check: a header line that does not
+ * start with '@', a third line that does not start with '+', an empty sequence, qualities not as
+ * many as the bases, a name that is empty, longer than max_name or holds a byte that is not
+ * printable ASCII, a sequence byte that is neither a letter nor '.', or a quality outside
+ * '!'..'~'. */
 __kernel void fastq_fields(__global const uchar *text, __global const uint *newlines, uint n, uint max_name,
                            __global uchar *name_length, __global uint *seq_length, __global uint *n_count)
 {
@@ -109,7 +116,7 @@ __kernel void fastq_fields(__global const uchar *text, __global const uint *newl
     ok &= length > 0u && length <= max_name;
     uint n_bases = 0;
     for (uint j = 0; j < seq_end - seq; ++j) {
-        uchar letter = text[seq + j] & 0xDF; /* clears the bit that makes an ASCII letter lower-case */
+        uchar letter = upper_base(text[seq + j]);
         ok &= letter >= 'A' && letter <= 'Z';
         ok &= is_printable(text[qual + j]);
         n_bases += letter != 'A' && letter != 'C' && letter != 'G' && letter != 'T';
@@ -118,8 +125,8 @@ __kernel void fastq_fields(__global const uchar *text, __global const uint *newl
     n_count[r] = n_bases;
 }
 
-/* Record r's name to names[name_offset[r]..], its upper-cased letters to seqs[seq_offset[r]..]
- * and its qualities to quals at the same offsets. */
+/* Record r's name to names[name_offset[r]..], its upper-cased letters ('.' as N) to
+ * seqs[seq_offset[r]..] and its qualities to quals at the same offsets. */
 __kernel void fastq_pack(__global const uchar *text, __global const uint *newlines, uint n,
                          __global const uint *name_offset, __global const uint *seq_offset,
                          __global uchar *names, __global uchar *seqs, __global uchar *quals)
@@ -136,7 +143,7 @@ __kernel void fastq_pack(__global const uchar *text, __global const uint *newlin
     at = seq_offset[r];
     length = seq_offset[r + 1u] - at;
     for (uint j = 0; j < length; ++j) {
-        seqs[at + j] = seq[j] & 0xDF;
+        seqs[at + j] = upper_base(seq[j]);
         quals[at + j] = qual[j];
     }
 }

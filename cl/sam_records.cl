@@ -4,10 +4,10 @@
  * one unmapped record when it has none. A hit carries its row (2 * read + strand), edit
  * distance, contig, genome start and traceback operations (op_count of row h of ops,
  * cl/traceback.cl); its FLAG, MAPQ and position are worked out here as sam.rank_hits does, and
- * CIGAR, MD and NM are written as in sam_text.cl. read_loci: the loci of each read, counted
- * ones included. A reverse-strand record holds the reverse complement of the read
- * (complement: a table of 256 bytes) and its qualities reversed. tail follows the HN tag (a
- * read group tag or nothing).
+ * CIGAR, MD and NM are written as in sam_text.cl (with the reference's IUPAC letters iupac_at,
+ * iupac_letter, n_iupac). read_loci: the loci of each read, counted ones included. A
+ * reverse-strand record holds the reverse complement of the read (complement: a table of 256
+ * bytes) and its qualities reversed. tail follows the HN tag (a read group tag or nothing).
  *
  * Two passes: with write 0 each record's length, newline included, goes to length[i]; with
  * write 1 the record goes to out from out_offset[i]. Needs search.cl and sam_text.cl. mapq holds
@@ -55,7 +55,8 @@ __kernel void sam_records(uint n_records, uint n_reads, uint write, __global con
                           __global const uchar *hit_dist, __global const uint *hit_contig,
                           __global const uint *contig_start, __global const uchar *ops,
                           __global const uint *op_count, uint ops_width, __global const uint *start,
-                          __global const uchar *genome, __global const char *contig_names,
+                          __global const uchar *genome, __global const uint *iupac_at,
+                          __global const uchar *iupac_letter, uint n_iupac, __global const char *contig_names,
                           __global const uint *contig_name_offset, __global const uchar *complement,
                           __global const char *tail, uint tail_length, __global const uint *mapq,
                           __global const uint *out_offset, __global char *out, __global uint *length)
@@ -99,7 +100,8 @@ __kernel void sam_records(uint n_records, uint n_reads, uint write, __global con
     } else {
         __global const uchar *op = ops + (size_t)h * ops_width;
         at = put_number(o, put_literal(o, at, "\tNM:i:", put), edit_count(op, op_count[h]), put);
-        at = put_md(o, put_literal(o, at, "\tMD:Z:", put), op, op_count[h], genome, start[h], put);
+        at = put_md(o, put_literal(o, at, "\tMD:Z:", put), op, op_count[h], genome, start[h], iupac_at,
+                    iupac_letter, n_iupac, put);
         at = put_literal(o, at, "\tAS:i:", put);
         if (hit_dist[h])
             at = put_char(o, at, '-', put);

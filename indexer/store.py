@@ -4,6 +4,9 @@
       manifest.json          format, version, parameters, contigs, segments, files
       genome.2bit            uint8, four bases per byte (first base in the low bits)
       genome.nruns           int64 (n, 2), [start, end) of each run of N
+      genome.iupac           int64 (n, 2), position and letter (upper-case ASCII) of each base
+                             other than ACGTN (held as N in the bases, U as T), which MD shows;
+                             an index written before it has none, and reads as such
       segNNN.hash_seed       uint32 per seed: J of its BDZ hash
       segNNN.vertex_offset   uint32 per seed + 1
       segNNN.g               uint32, sixteen 2-bit g values each
@@ -84,7 +87,6 @@ class IndexWriter:
         self.path = path
         self.tmp = f"{path}.tmp-{os.getpid()}"
         shutil.rmtree(self.tmp, ignore_errors=True)
-        os.makedirs(self.tmp)
         self.files: dict = {}
         self.segments: list[dict] = []
         self.manifest = {
@@ -99,8 +101,14 @@ class IndexWriter:
             "segments": self.segments,
             "files": self.files,
         }
-        _write_array(self.tmp, "genome.2bit", ref.packed, "<u1", self.files)
-        _write_array(self.tmp, "genome.nruns", ref.runs, "<i8", self.files)
+        try:  # seconds for a large genome: Ctrl-C or SIGTERM meanwhile leaves no directory
+            os.makedirs(self.tmp)
+            _write_array(self.tmp, "genome.2bit", ref.packed, "<u1", self.files)
+            _write_array(self.tmp, "genome.nruns", ref.runs, "<i8", self.files)
+            _write_array(self.tmp, "genome.iupac", ref.iupac, "<i8", self.files)
+        except BaseException:
+            self.abort()
+            raise
 
     def add_segment(self, segment: Segment) -> None:
         number = len(self.segments)
@@ -190,8 +198,10 @@ def load(path: str, verify: bool = True) -> Index:
         if lengths.sum() != ref_info["length"] or 4 * arrays["genome.2bit"].size < ref_info["length"]:
             raise MaroseError(f"{os.path.join(path, MANIFEST)}: the contig lengths and the packed genome do not "
                               "match the reference length; rebuild the index")
+        iupac = arrays.get("genome.iupac")
         reference = Reference(names, lengths, packed=arrays["genome.2bit"],
-                              runs=np.asarray(arrays["genome.nruns"]).reshape(-1, 2))
+                              runs=np.asarray(arrays["genome.nruns"]).reshape(-1, 2),
+                              iupac=None if iupac is None else np.asarray(iupac).reshape(-1, 2))
         segments = []
         for number, info in enumerate(manifest["segments"]):
             seg = {name: arrays[f"seg{number:03d}.{name}"] for name in SEGMENT_ARRAYS}

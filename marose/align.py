@@ -362,39 +362,41 @@ def _cigar_runs(ops: list[str]) -> list[tuple[int, str]]:
     return runs
 
 
-def _md_string(read: np.ndarray, ref: np.ndarray, runs: list[tuple[int, str]]) -> str:
+def _md_string(read: np.ndarray, ref: np.ndarray, runs: list[tuple[int, str]], letters: str) -> str:
     """SAM MD value of a CIGAR aligning read to ref, both from the alignment start.
 
-    A base pair matches only when equal and not N; a mismatch writes the
-    reference base (N for a reference N).
+    A base pair matches only when equal and not N; a mismatch or a deleted base
+    writes the reference's letter, from letters (ref's, as MD writes them).
     """
     md: list[str] = []
     matched = i = j = 0
     for length, op in runs:
         if op == "M":
-            for a, b in zip(read[i : i + length], ref[j : j + length]):
+            for a, b, letter in zip(read[i : i + length], ref[j : j + length], letters[j : j + length]):
                 if a == b and b != N_CODE:
                     matched += 1
                 else:
-                    md.append(f"{matched}{decode(b)}")
+                    md.append(f"{matched}{letter}")
                     matched = 0
             i += length
             j += length
         elif op == "I":
             i += length
         else:
-            md.append(f"{matched}^{decode(ref[j : j + length])}")
+            md.append(f"{matched}^{letters[j : j + length]}")
             matched = 0
             j += length
     md.append(str(matched))
     return "".join(md)
 
 
-def traceback(read: np.ndarray, text: np.ndarray, end: int, k: int) -> Alignment:
+def traceback(read: np.ndarray, text: np.ndarray, end: int, k: int, letters: str | None = None) -> Alignment:
     """Canonical alignment of the whole read ending exactly at text[end].
 
-    text is one contig. Raises ValueError when no alignment within k edits ends
-    there (so dist always equals the end distance D[end]).
+    text is one contig, and letters its letters as MD writes them
+    (reference.md_letters; by default decode(text)). Raises ValueError when no
+    alignment within k edits ends there (so dist always equals the end distance
+    D[end]).
     """
     read = _as_codes(read)
     length = read.shape[0]
@@ -425,12 +427,13 @@ def traceback(read: np.ndarray, text: np.ndarray, end: int, k: int) -> Alignment
             ops.append("D")
             j -= 1
     runs = _cigar_runs(ops[::-1])
+    ref_letters = decode(ref) if letters is None else letters[first : end + 1]
     return Alignment(
         start=first + j,
         end=end,
         dist=dist,
         cigar="".join(f"{n}{op}" for n, op in runs),
         nm=mismatches + sum(n for n, op in runs if op != "M"),
-        md=_md_string(read, ref[j:], runs),
+        md=_md_string(read, ref[j:], runs, ref_letters[j:]),
     )
 

@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Sequence, Union
+from typing import TYPE_CHECKING, Sequence, Union
 
 import numpy as np
 
 from .align import NO_HIT, WORD_BITS, n_words
 from .device import PLAIN, Device, groups
-from .dna import N_CODE, decode
+from .reference import NO_IUPAC, md_letters
 from .regions import leading_entries, region_offsets
+
+if TYPE_CHECKING:
+    from .lookup import DeviceGenome
 
 ALIGN = ("search.cl", "extend.cl", "traceback.cl")  # one program, built with alignment_defines
 
@@ -432,15 +435,15 @@ def tracebacks(device: Device, reads: ReadsLike, genome_buffer, loci_read: np.nd
 _LETTERS = bytes.maketrans(bytes(range(4)), b"=XID")
 _CIGAR_RUNS = re.compile(rb"(?P<M>[=X]+)|(?P<I>I+)|(?P<D>D+)")
 _MD_RUNS = re.compile(rb"(?P<match>=+)|(?P<mismatch>X)|(?P<ins>I+)|(?P<dele>D+)")
-_BASE_LETTERS = "ACGTN"
 
 
-def alignment_strings(ops: np.ndarray, count: int, genome_codes: np.ndarray,
-                      start: int) -> tuple[str, int, str]:
+def alignment_strings(ops: np.ndarray, count: int, genome_codes: np.ndarray, start: int,
+                      iupac: np.ndarray = NO_IUPAC) -> tuple[str, int, str]:
     """SAM CIGAR (M/I/D), NM and MD of one row of traceback operations, as align.traceback.
 
-    genome_codes holds the genome the alignment starts in at `start`. A mismatch
-    writes the reference base in MD (N for any code above 3).
+    genome_codes holds the genome the alignment starts in at `start`, and iupac its IUPAC
+    letters (Reference.iupac). A mismatch or a deleted base writes the reference's letter in
+    MD (reference.md_letters).
     """
     raw = ops[:count].tobytes()
     nm = count - raw.count(0)
@@ -458,19 +461,23 @@ def alignment_strings(ops: np.ndarray, count: int, genome_codes: np.ndarray,
             matched += size
             at += size
         elif kind == "mismatch":
-            md.append(f"{matched}{_BASE_LETTERS[min(int(genome_codes[at]), N_CODE)]}")
+            md.append(f"{matched}{_letters(genome_codes, at, 1, iupac)}")
             matched = 0
             at += 1
         elif kind == "dele":
-            md.append(f"{matched}^{decode(np.minimum(genome_codes[at:at + size], N_CODE))}")
+            md.append(f"{matched}^{_letters(genome_codes, at, size, iupac)}")
             matched = 0
             at += size
     md.append(str(matched))
     return cigar, nm, "".join(md)
 
 
-def alignment_strings_batch(ops: np.ndarray, count: np.ndarray, genome_codes: np.ndarray,
-                            start: np.ndarray) -> tuple[list[str], np.ndarray, list[str]]:
+def _letters(genome_codes: np.ndarray, at: int, size: int, iupac: np.ndarray) -> str:
+    return md_letters(genome_codes, np.arange(at, at + size), iupac).tobytes().decode("ascii")
+
+
+def alignment_strings_batch(ops: np.ndarray, count: np.ndarray, genome_codes: np.ndarray, start: np.ndarray,
+                            iupac: np.ndarray = NO_IUPAC) -> tuple[list[str], np.ndarray, list[str]]:
     """alignment_strings for many loci: (CIGARs, NM values, MD strings). Alignments without
     indels, the common case, are built from their mismatch columns alone."""
     count = np.asarray(count, dtype=np.int64)
@@ -483,8 +490,7 @@ def alignment_strings_batch(ops: np.ndarray, count: np.ndarray, genome_codes: np
     nm = np.zeros(n, dtype=np.int64)
     plain = np.flatnonzero(~gapped)
     rows, columns = np.nonzero(mismatch[plain])
-    refs = np.minimum(genome_codes[start[plain][rows] + columns], N_CODE)
-    letters = np.array(list(_BASE_LETTERS))[refs].tolist()
+    letters = list(md_letters(genome_codes, start[plain][rows] + columns, iupac).tobytes().decode("ascii"))
     columns = columns.tolist()
     ends = np.cumsum(np.bincount(rows, minlength=plain.size)).tolist()
     nm[plain] = np.diff(np.concatenate(([0], ends)))
@@ -500,7 +506,7 @@ def alignment_strings_batch(ops: np.ndarray, count: np.ndarray, genome_codes: np
         mds[i] = "".join(md)
         first = last
     for i in np.flatnonzero(gapped).tolist():
-        cigars[i], nm[i], mds[i] = alignment_strings(ops[i], int(count[i]), genome_codes, int(start[i]))
+        cigars[i], nm[i], mds[i] = alignment_strings(ops[i], int(count[i]), genome_codes, int(start[i]), iupac)
     return cigars, nm, mds
 
 
@@ -514,10 +520,10 @@ def _text_rows(rows: np.ndarray, lengths: np.ndarray) -> list[bytes]:
     return framed[keep].tobytes().split(b"\n")[:-1]
 
 
-def alignment_text(device: Device, traced: DeviceTracebacks, genome_buffer,
+def alignment_text(device: Device, traced: DeviceTracebacks, genome: DeviceGenome,
                    k: int) -> tuple[list[bytes], np.ndarray, list[bytes]]:
     """alignment_strings_batch computed on the device (cl/sam_text.cl) from tracebacks left
-    there: (CIGARs, NM, MDs), the strings as ASCII bytes."""
+    there, on the genome they were traced on: (CIGARs, NM, MDs), the strings as ASCII bytes."""
     n = traced.n
     if n == 0:
         return [], np.zeros(0, np.int64), []
@@ -525,8 +531,8 @@ def alignment_text(device: Device, traced: DeviceTracebacks, genome_buffer,
     cigar, md = device.empty(n * width), device.empty(n * width)
     cigar_length, md_length, nm = device.empty(4 * n), device.empty(4 * n), device.empty(4 * n)
     device.launch(device.kernel(PLAIN, "alignment_text"), groups(n, 64), None, traced.ops, traced.count,
-                  traced.start, genome_buffer, np.uint32(n), np.uint32(traced.width), np.uint32(width), cigar, cigar_length,
-                  md, md_length, nm)
+                  traced.start, genome.codes, *genome.letters, np.uint32(n), np.uint32(traced.width),
+                  np.uint32(width), cigar, cigar_length, md, md_length, nm)
     rows = [_text_rows(device.read(buffer, np.uint8, n * width).reshape(n, width),
                        device.read(lengths, np.uint32, n).astype(np.int64))
             for buffer, lengths in ((cigar, cigar_length), (md, md_length))]

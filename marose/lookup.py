@@ -37,6 +37,30 @@ class DeviceSegment:
         return (self.hash_seed, self.vertex_offset, self.g, self.slot_key, self.slot_start)
 
 
+@dataclass
+class DeviceGenome:
+    """A reference's base codes on a device (uint8), with the letters that MD writes for its
+    bases other than ACGTN (reference.Reference.iupac): their positions, ascending (uint32), and
+    letters (uint8)."""
+
+    codes: object
+    iupac_at: object
+    iupac_letter: object
+    n_iupac: int
+
+    @property
+    def letters(self) -> tuple:
+        """The arguments that follow the codes in the kernels that write MD (cl/sam_text.cl)."""
+        return (self.iupac_at, self.iupac_letter, np.uint32(self.n_iupac))
+
+
+def device_genome(device: Device, codes, iupac: np.ndarray) -> DeviceGenome:
+    """A buffer of base codes on the device, with the IUPAC letters of Reference.iupac."""
+    iupac = np.asarray(iupac, dtype=np.int64).reshape(-1, 2)
+    return DeviceGenome(codes, device.to_device(iupac[:, 0].astype(np.uint32)),
+                        device.to_device(iupac[:, 1].astype(np.uint8)), len(iupac))
+
+
 class DeviceIndex:
     """An index on a device: its genome and contig starts, and its segments, kept there when
     they fit or else uploaded in turn."""
@@ -49,7 +73,7 @@ class DeviceIndex:
         self.resident = sum(a.nbytes for t in tables for a in t) <= RESIDENT_FRACTION * device.device.global_mem_size
         # one upload, its staging buffers shared, of the packed genome and the resident tables
         packed, *resident = device.upload([reference.packed, *(a for t in tables if self.resident for a in t)])
-        self.genome = unpack_genome(device, reference, packed)
+        self.genome = device_genome(device, unpack_genome(device, reference, packed), reference.iupac)
         self.contig_start = device.to_device(reference.offsets.astype(np.uint32))
         self._segments = [DeviceSegment(s, *resident[i * len(TABLES):(i + 1) * len(TABLES)])
                           for i, s in enumerate(index.segments)] if self.resident else None

@@ -187,13 +187,14 @@ class Mapper:
         reads as given, which DeviceHits keeps for sam_records."""
         n_contigs = self.contig_offsets.size - 1
         with self.stats.timing("extend"):
-            loci = extend.row_loci(self.device, reads, self.genome, candidates, self.contig_start, n_contigs, self.k)
+            loci = extend.row_loci(self.device, reads, self.genome.codes, candidates, self.contig_start, n_contigs,
+                                   self.k)
             self._count_candidates(strands, loci.candidates)
             best = extend.best_loci_on_device(self.device, loci, strands.n // 2, self.k, self.max_hits)
             placed = extend.place_loci(self.device, best, reads, self.contig_start, n_contigs, self.k)
         with self.stats.timing("traceback"):
-            traced = extend.trace_on_device(self.device, reads, self.genome, best.row, best.end, placed.slice_start,
-                                            best.size, self.k)
+            traced = extend.trace_on_device(self.device, reads, self.genome.codes, best.row, best.end,
+                                            placed.slice_start, best.size, self.k)
         if self.text_on_device:  # sam_records checks the tracebacks when it reads its first pass back
             return extend.DeviceHits(best, placed.contig, self.contig_start, traced, packed), best.n_loci
         traced.check(self.device)

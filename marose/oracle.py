@@ -32,12 +32,14 @@ class Hit(NamedTuple):
 
 
 def oracle_map(
-    contigs: Sequence[np.ndarray], reads: Sequence[np.ndarray], k: int
+    contigs: Sequence[np.ndarray], reads: Sequence[np.ndarray], k: int,
+    letters: Sequence[str] | None = None,
 ) -> list[Hit]:
     """Every locus within k edits of every read on both strands, sorted.
 
     Reads and contigs are base codes; reads must not be empty. A read with more
-    than k N bases has no hits.
+    than k N bases has no hits. letters: each contig's letters as MD writes them
+    (align.traceback), by default those of its codes.
     """
     strands: dict[int, list[tuple[int, int, np.ndarray]]] = {}
     for index, read in enumerate(reads):
@@ -56,7 +58,7 @@ def oracle_map(
             keys, ends, _ = loci_from_hits(which, pos, dist)
             for key, end in zip(keys.tolist(), ends.tolist()):
                 read_index, strand, seq = group[key]
-                aln = traceback(seq, contig, end, k)
+                aln = traceback(seq, contig, end, k, None if letters is None else letters[contig_index])
                 hits.append(
                     Hit(
                         read_index,

@@ -105,7 +105,7 @@ class ReadBatch:
     FASTQ text (pieces); each form is made from another when first asked for.
 
     names: read names up to the first whitespace (a trailing /1 or /2 is kept).
-    seqs: upper-cased sequences as given (IUPAC letters kept).
+    seqs: upper-cased sequences as given (IUPAC letters kept; '.' read as N).
     quals: Phred+33 qualities, or None for FASTA input.
     first_index: index of the first read of the batch in the whole input.
     """
@@ -662,13 +662,17 @@ def _stepped_index(starts: np.ndarray, lengths: np.ndarray, offsets: np.ndarray)
 
 
 def _upper_letters(seqs: np.ndarray, offsets: np.ndarray, fail) -> np.ndarray:
-    """seqs upper-cased, after checking that they hold only ASCII letters."""
+    """seqs upper-cased, after checking that they hold only ASCII letters and '.', which
+    becomes N (older Illumina files write '.' for N, and bwa and bowtie2 read it so)."""
     upper = seqs & 0xDF  # clears the bit that makes an ASCII letter lower-case
     if (bad := upper - ord("A") > ord("Z") - ord("A")).any():  # uint8: below 'A' wraps round
-        pos = _first(bad)
-        i = _record_at(offsets, pos)
-        raise fail(i, f"sequence holds a byte that is not a letter: "
-                      f"{bytes([seqs[pos]])!r} at position {pos - offsets[i] + 1}")
+        dots = seqs == ord(".")
+        upper[dots] = ord("N")
+        if (bad := bad & ~dots).any():
+            pos = _first(bad)
+            i = _record_at(offsets, pos)
+            raise fail(i, f"sequence holds a byte that is not a letter: "
+                          f"{bytes([seqs[pos]])!r} at position {pos - offsets[i] + 1}")
     return upper
 
 

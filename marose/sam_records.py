@@ -10,6 +10,7 @@ import numpy as np
 from . import sam
 from .device import PLAIN, DeferredRead, Device, groups
 from .extend import DeviceHits
+from .lookup import DeviceGenome
 from .reads import pack_texts
 from .regions import region_offsets
 from .sam import COMPLEMENT, read_group_tag
@@ -18,15 +19,15 @@ MAPQ = (sam.MAPQ_UNIQUE, sam.MAPQ_MAX_AMBIGUOUS, sam.MAPQ_PER_EDIT, sam.MAPQ_SEC
 
 
 class DeviceSamFormatter:
-    """Formats batches on one device for a reference's contigs, max_hits records a read and an
-    optional read group."""
+    """Formats batches on one device for a reference (its genome there and its contigs),
+    max_hits records a read and an optional read group."""
 
-    def __init__(self, device: Device, genome_buffer, contig_names: Sequence[str], max_hits: int,
+    def __init__(self, device: Device, genome: DeviceGenome, contig_names: Sequence[str], max_hits: int,
                  read_group_id: str | None):
         if max_hits < 1:
             raise ValueError("max_hits must be at least 1")
         self.device = device
-        self.genome = genome_buffer
+        self.genome = genome
         self.max_hits = max_hits
         names, offsets = pack_texts(list(contig_names))
         self.contigs = (device.to_device(names), device.to_device(offsets))
@@ -51,8 +52,8 @@ class DeviceSamFormatter:
         arguments = [d.to_device(record_base), loci.first_on(d), d.to_device(np.asarray(n_loci, np.uint32)),
                      reads.names, reads.name_offset, reads.seqs, reads.seq_offset, reads.quals,
                      np.uint32(reads.has_quals), loci.row, loci.dist, hits.contig,
-                     hits.contig_start, traced.ops, traced.count, np.uint32(traced.width), traced.start, self.genome,
-                     *self.contigs, self.complement, *self.tail, self.mapq]
+                     hits.contig_start, traced.ops, traced.count, np.uint32(traced.width), traced.start,
+                     self.genome.codes, *self.genome.letters, *self.contigs, self.complement, *self.tail, self.mapq]
         n_records = int(record_base[-1])
         lengths = d.empty(4 * n_records)
         passes = groups(n_records, 64), None, np.uint32(n_records), np.uint32(n)

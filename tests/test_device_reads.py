@@ -49,6 +49,21 @@ def test_fastq_text_packed_on_the_device_as_on_the_host(device, tmp_path: Path, 
             assert packed.n_count.tolist() == [sum(c not in b"ACGT" for c in seq) for seq in batch.seqs]
 
 
+def test_a_dot_reads_as_n_on_the_device_as_on_the_host(device, tmp_path: Path) -> None:
+    """'.' for N, as older Illumina files write it: packed as N and counted among the N."""
+    lines = varied_fastq(300, seed=9).split(b"\n")
+    plain = b"\n".join(lines)
+    lines[1::4] = [seq.replace(b"N", b".").replace(b"n", b".") for seq in lines[1::4]]
+    dotted = b"\n".join(lines)
+    assert dotted.count(b".") > 300
+    batch, = read_batches(write(tmp_path / "dots.fq", dotted), 300)
+    want, = read_batches(write(tmp_path / "n.fq", plain), 300)
+    assert batch.pieces is not None
+    packed = device_reads.to_device(device, batch)
+    assert_same(on_host(device, packed), want.packed)
+    assert packed.n_count.tolist() == [sum(c not in b"ACGT" for c in seq) for seq in want.seqs]
+
+
 def test_a_batch_of_many_chunks(device, tmp_path: Path) -> None:
     """Over 256 chunks of text (cl/fastq.cl's scan_chunks then sums several a work-item)."""
     data = random_fastq(10_000, seed=7)[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,8 @@ from marose import align, extend
 from marose.dna import N_CODE, encode, reverse_complement
 from conftest import mutate
 from marose.filter import DeviceCandidates
+from marose.lookup import device_genome
+from marose.reference import NO_IUPAC, md_letters
 from marose.regions import region_offsets
 from marose.extend import (
     OP_DEL,
@@ -45,7 +48,8 @@ def random_seq(rng: np.random.Generator, size: int, alphabet: int, n_rate: float
 
 
 class Case:
-    """Reads, a genome of two contigs holding mutated copies of them, and candidate windows."""
+    """Reads, a genome of two contigs holding mutated copies of them, and candidate windows; half
+    of the genome's N are IUPAC letters other than N (iupac, as Reference.iupac)."""
 
     def __init__(self, seed: int, alphabet: int = 4, n_rate: float = 0.02):
         rng = np.random.default_rng(seed)
@@ -70,6 +74,11 @@ class Case:
         self.contig_start = np.array([0, len(self.contigs[0])])
         self.genome = np.concatenate(self.contigs)
         self.rng = rng
+        others = np.random.default_rng(seed + 1)
+        n_at = np.flatnonzero(self.genome == N_CODE)
+        at = np.sort(others.choice(n_at, n_at.size // 2, replace=False))
+        letters = np.frombuffer(b"RYKMSWBDHV", np.uint8)[others.integers(0, 10, at.size)]
+        self.iupac = np.stack([at, letters], axis=1).astype(np.int64)
 
     def candidates(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(read, start, length, contig) of windows of L + 2k bases from k before a copy.
@@ -119,39 +128,44 @@ def loci_of(got: np.ndarray, read, start, length, contig, k: int):
     return [np.array(a, dtype=np.int64) for a in zip(*loci)] or [np.zeros(0, np.int64)] * 3
 
 
-def check_tracebacks(device, reads, genome: np.ndarray, loci, k: int,
-                     contig_start: np.ndarray, contigs: list) -> int:
-    """Kernel tracebacks (start, CIGAR, NM, MD) == align.traceback for every locus."""
+def check_tracebacks(device, reads, genome: np.ndarray, loci, k: int, contig_start: np.ndarray, contigs: list,
+                     iupac: np.ndarray = NO_IUPAC) -> list[str]:
+    """Kernel tracebacks (start, CIGAR, NM, MD) == align.traceback for every locus, MD with the
+    genome's IUPAC letters iupac; returns the MD strings."""
     loci_read, loci_end, loci_contig = loci
     lengths = np.array([len(reads[r]) for r in loci_read])
     first = slice_starts(loci_end, lengths, contig_start[loci_contig], k)
     genome_buffer = device.to_device(genome)
     start, ops, count = tracebacks(device, reads, genome_buffer, loci_read, loci_end, first, k)
-    cigars, nms, mds = alignment_strings_batch(ops, count, genome, start)
+    cigars, nms, mds = alignment_strings_batch(ops, count, genome, start, iupac)
     traced = trace(device, reads, genome_buffer, loci_read, loci_end, first, k)
     traced.check(device)  # every locus has an alignment
-    text_cigars, text_nms, text_mds = alignment_text(device, traced, genome_buffer, k)
+    text_cigars, text_nms, text_mds = alignment_text(device, traced, device_genome(device, genome_buffer, iupac), k)
     assert [c.decode() for c in text_cigars] == cigars and [m.decode() for m in text_mds] == mds
     assert np.array_equal(text_nms, nms)
+    letters = [md_letters(genome, np.arange(c0, c0 + len(c)), iupac).tobytes().decode()
+               for c0, c in zip(contig_start, contigs)]
     for t in range(len(loci_read)):
         offset = contig_start[loci_contig[t]]
         expected = align.traceback(reads[loci_read[t]], contigs[loci_contig[t]],
-                                   int(loci_end[t] - offset), k)
+                                   int(loci_end[t] - offset), k, letters[loci_contig[t]])
         assert start[t] == expected.start + offset, t
-        cigar, nm, md = alignment_strings(ops[t], int(count[t]), genome, int(start[t]))
+        cigar, nm, md = alignment_strings(ops[t], int(count[t]), genome, int(start[t]), iupac)
         assert (cigar, nm, md) == (expected.cigar, expected.nm, expected.md), t
         assert (cigars[t], nms[t], mds[t]) == (cigar, nm, md), t
         assert nm == expected.dist
         assert not ops[t, count[t] :].any()
-    return len(loci_read)
+    return mds
 
 
 @pytest.mark.parametrize("k", range(K_MAX + 1))
 def test_end_distances_and_tracebacks_random(device, case: Case, k: int) -> None:
     got, windows = check_distances(device, case, k)
     loci = loci_of(got, *windows, k)
-    assert check_tracebacks(device, case.reads, case.genome, loci, k, case.contig_start,
-                            case.contigs) > 0
+    mds = check_tracebacks(device, case.reads, case.genome, loci, k, case.contig_start, case.contigs, case.iupac)
+    assert len(mds) > 0
+    if k >= 3:
+        assert any(re.search("[0-9][RYKMSWBDHV]", md) for md in mds)  # mismatches at IUPAC letters
 
 
 def device_candidates(device, rows: list[list[int]]) -> DeviceCandidates:
@@ -316,8 +330,7 @@ def test_low_complexity_ties(device, seed: int) -> None:
     for k in (3, 6):
         got, windows = check_distances(device, case, k)
         loci = loci_of(got, *windows, k)
-        check_tracebacks(device, case.reads, case.genome, loci, k, case.contig_start,
-                         case.contigs)
+        check_tracebacks(device, case.reads, case.genome, loci, k, case.contig_start, case.contigs, case.iupac)
 
 
 def lambda_genome() -> np.ndarray:
@@ -400,4 +413,9 @@ def test_alignment_strings_by_hand() -> None:
     row = np.array([OP_MATCH, OP_MATCH, OP_MISMATCH, OP_MATCH, OP_MISMATCH, OP_DEL, OP_DEL,
                     OP_MATCH, OP_INS, OP_INS, OP_MATCH, 0, 0], dtype=np.uint8)
     assert alignment_strings(row, 11, genome, 2) == ("5M2D1M2I1M", 6, "2G1N0^AC2")
+    with_n = encode("GGACGTNNCTTGCA")
+    assert alignment_strings(row, 11, with_n, 2) == ("5M2D1M2I1M", 6, "2G1N0^NC2")
+    iupac = np.array([[6, ord("R")], [7, ord("Y")]])
+    assert alignment_strings(row, 11, with_n, 2, iupac) == ("5M2D1M2I1M", 6, "2G1R0^YC2")
+    assert alignment_strings_batch(row[None], np.array([11]), with_n, np.array([2]), iupac)[2] == ["2G1R0^YC2"]
     assert alignment_strings(row, 2, genome, 2) == ("2M", 0, "2")

@@ -134,6 +134,75 @@ def test_synthetic_edge_cases(tmp_path, device):
     assert not any(286 <= p <= 363 for ps in truth.values() for p in ps)  # windows touching N
 
 
+def test_fasta_read_in_blocks_of_any_size_gives_the_same_reference(tmp_path, monkeypatch):
+    """Headers, line ends and letters cut by the blocks of text (marose.reference.BLOCK_BYTES)."""
+    import marose.reference
+
+    text = (b"\n>a first >contig\r\nACGTRYKM\r\nSWBDHVUN\r\nacgtrykmswbdhvun\r\n\r\n>b\r\nNNNNACGT\r\n"
+            b">c\nGG")
+    want = read_fasta(write_fasta(tmp_path / "plain.fa", {"a": "ACGTRYKMSWBDHVUNACGTRYKMSWBDHVUN",
+                                                          "b": "NNNNACGT", "c": "GG"}))
+    path = tmp_path / "cut.fa"
+    path.write_bytes(text)
+    for block in (1, 2, 3, 5, 8, 1 << 20):
+        monkeypatch.setattr(marose.reference, "BLOCK_BYTES", block)
+        got = read_fasta(str(path))
+        assert (got.names, got.lengths.tolist(), got.iupac.tolist()) == (want.names, want.lengths.tolist(),
+                                                                          want.iupac.tolist())
+        assert np.array_equal(got.codes, want.codes)
+    assert want.codes[:16].tolist() == [0, 1, 2, 3] + [4] * 10 + [3, 4]  # U is T; ambiguous letters are N
+    letters = b"RYKMSWBDHVU"
+    assert want.iupac.tolist() == [[p, c] for p, c in zip(range(4, 15), letters)] + \
+        [[p, c] for p, c in zip(range(20, 31), letters)]
+
+
+BAD_FASTA = [
+    (b">a\nACGTACGT\nACGT>b\nACGT\n", "line 3: '>' inside a sequence line; a header line must start with '>' on "
+                                      "a line of its own"),
+    (b">a x\r\nACGT\r\n\r\n>b\r\nAC-T\r\n", "line 5: sequence line holds b'-', which is not an IUPAC nucleotide "
+                                           "letter (ACGTUNRYKMSWBDHV, either case); fix or remove it"),
+    (b">a\nACGT\nACGT*\n", "line 3: sequence line holds b'*'"),
+    (b">a\nACGT\nAC GT\n", "line 3: sequence line holds b' '"),
+    (b">a\nACGT\nAC\rGT\n", "line 3: sequence line holds b'\\r'"),
+    (b">a\nACGT\n>\nACGT\n", "line 3: a header line without a name"),
+]
+
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("block", [3, 1 << 20])
+@pytest.mark.parametrize("text, message", BAD_FASTA)
+def test_a_bad_fasta_line_is_named(tmp_path, monkeypatch, text: bytes, message: str, block: int, gz: bool):
+    import gzip
+
+    import marose.reference
+
+    monkeypatch.setattr(marose.reference, "BLOCK_BYTES", block)
+    path = tmp_path / ("bad.fa.gz" if gz else "bad.fa")
+    path.write_bytes(gzip.compress(text) if gz else text)
+    with pytest.raises(MaroseError) as caught:
+        read_fasta(str(path))
+    assert str(caught.value).startswith(f"{path}: {message}")
+
+
+def test_iupac_letters_are_stored_in_the_index(tmp_path):
+    from indexer import cli as index_cli
+
+    rng = np.random.default_rng(3)
+    seq = random_dna(rng, 3000)
+    seq = seq[:100] + "R" + seq[101:2000] + "kU" + seq[2002:]
+    path = write_fasta(tmp_path / "iupac.fa", {"a": seq[:1500], "b": seq[1500:]})
+    assert index_cli.main([path, "-q"]) == 0
+    index = store.load(path + ".marose")
+    assert index.reference.iupac.tolist() == [[100, ord("R")], [2000, ord("K")], [2001, ord("U")]]
+    assert np.array_equal(index.reference.codes, read_fasta(path).codes)
+    # An index written before the letters were kept has no file for them: it reads as none.
+    manifest = json.load(open(f"{path}.marose/manifest.json"))
+    del manifest["files"]["genome.iupac"]
+    json.dump(manifest, open(f"{path}.marose/manifest.json", "w"))
+    os.remove(f"{path}.marose/genome.iupac")
+    assert store.load(path + ".marose").reference.iupac.shape == (0, 2)
+
+
 def test_long_neighborhood_and_heavy_seed(tmp_path, device):
     rng = np.random.default_rng(9)
     path = write_fasta(tmp_path / "g.fa", {"a": random_dna(rng, 20000), "b": "AC" * 3000})

@@ -44,6 +44,8 @@ BAD_INPUTS = {
     "dup.fa": (">a\nACGTACGTACGTACGTACGT\n>a\nACGTACGTACGTACGTACGT\n", "'a' occurs twice"),
     "short.fa": (">a\nACGTACGTAC\n>b\nACGTNACGTACGTACGTAC\n", "shorter than one pattern"),
     "binary.fa": ("\x00\x01\x02garbage", "not a FASTA"),
+    "glued.fa": (">a\nACGTACGTACGTACGTACGT\nACGTACGT>b\nACGTACGTACGTACGTACGT\n", "line 3: '>' inside a sequence line"),
+    "dash.fa": (">a\nACGTACGTACGTACGTACGT\nACGTAC-TACGTACGTACGT\n", "line 3: sequence line holds b'-'"),
 }
 
 

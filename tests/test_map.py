@@ -259,6 +259,68 @@ def test_sam_is_valid_and_nm_md_agree_with_calmd(lambda_two_contigs, tmp_path):
     assert all("RG:Z:g1" in w for w in written if not w.startswith("@"))
 
 
+def records(path):
+    """The SAM records of a file (no header)."""
+    return [line for line in open(path) if not line.startswith("@")]
+
+
+@pytest.mark.parametrize("fastq, xa", [(True, False), (True, True), (False, False)])
+def test_a_dot_in_reads_maps_as_n(lambda_two_contigs, tmp_path, fastq, xa):
+    """'.' for N (older Illumina files): the same records as the reads with N, SEQ holding N. FASTQ
+    is packed on the device, FASTA on the host."""
+    rng = np.random.default_rng(12)
+    reads = simulate(read_fasta(lambda_two_contigs), 60, 80, 2, rng, with_n=30)
+    for read in reads[:5]:
+        read[rng.choice(80, 5, replace=False)] = N_CODE  # more N than k: unmapped
+    with_n = write_reads(tmp_path / ("n.fq" if fastq else "n.fa"), reads, fastq)
+    text = open(with_n).read().split("\n")
+    text[1::4 if fastq else 2] = [seq.replace("N", ".") for seq in text[1::4 if fastq else 2]]
+    dotted = tmp_path / ("dots.fq" if fastq else "dots.fa")
+    dotted.write_text("\n".join(text))
+    index = build_index(lambda_two_contigs)
+    for path, out in ((with_n, "n.sam"), (dotted, "dots.sam")):
+        assert run_map("-x", index, path, "-o", tmp_path / out, "-k", 3, *(["--xa"] if xa else [])) == 0
+    got, want = records(tmp_path / "dots.sam"), records(tmp_path / "n.sam")
+    assert got == want and "." not in "".join(r.split("\t")[9] for r in got)
+    unmapped = [r.split("\t")[0] for r in got if r.split("\t")[1] == "4"]
+    assert {"r0", "r1", "r2", "r3", "r4"} <= set(unmapped) and len(unmapped) < 15
+
+
+@pytest.mark.parametrize("xa", [False, True])
+def test_md_shows_the_iupac_letters_of_the_reference(tmp_path, xa):
+    """MD writes a reference's own letter where it holds an IUPAC code (as samtools calmd does, upper
+    case), and nothing else changes: U is T, the other codes N, which match no base."""
+    rng = np.random.default_rng(13)
+    seq = bytearray(decode(read_fasta(LAMBDA).codes[:8000]).encode())
+    for at in rng.choice(len(seq), 80, replace=False):
+        seq[at] = ord("RYKMSWBDHVUryu"[rng.integers(0, 14)])
+    fasta = write_fasta(tmp_path / "iupac.fa", {"x": seq.decode()})
+    plain = seq.upper().translate(bytes.maketrans(b"RYKMSWBDHVU", b"NNNNNNNNNNT")).decode()
+    plain_fasta = write_fasta(tmp_path / "plain.fa", {"x": plain})
+    ref = read_fasta(plain_fasta)
+    fq = write_reads(tmp_path / "r.fq", simulate(ref, 200, 60, 2, rng))
+    for genome, out in ((fasta, "iupac.sam"), (plain_fasta, "plain.sam")):
+        assert run_map("-x", build_index(genome), fq, "-o", tmp_path / out, "-k", 4, *(["--xa"] if xa else [])) == 0
+    letters = seq.upper().replace(b"U", b"T").decode()  # a U that a T matches is not in MD
+    shown = 0
+    with pysam.AlignmentFile(str(tmp_path / "iupac.sam")) as sam:
+        for rec in sam:  # the reference as MD and the read give it
+            if not rec.is_unmapped:
+                from_md = rec.get_reference_sequence().upper().replace("U", "T")
+                assert from_md == letters[rec.reference_start:rec.reference_end]
+                shown += any(c in "RYKMSWBDHVU" for c in rec.get_tag("MD"))
+    assert shown >= 20
+    # calmd recomputes the same NM and MD from the FASTA
+    recomputed = [r for r in pysam.calmd(str(tmp_path / "iupac.sam"), fasta).splitlines(True) if r[0] != "@"]
+    written = records(tmp_path / "iupac.sam")
+    assert recomputed == written
+    # against the reference with N for the ambiguous codes and T for U, only MD differs
+    md_as_plain = str.maketrans("RYKMSWBDHVU", "NNNNNNNNNNT")
+    as_plain = ["\t".join("MD:Z:" + f[5:].translate(md_as_plain) if f.startswith("MD:Z:") else f for f in r.split("\t"))
+                for r in written]
+    assert as_plain == records(tmp_path / "plain.sam") and as_plain != written
+
+
 def test_one_index_in_the_current_directory(tmp_path, monkeypatch):
     fasta = tmp_path / "lambda.fa.gz"
     fasta.write_bytes(open(LAMBDA, "rb").read())

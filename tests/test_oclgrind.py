@@ -28,8 +28,11 @@ def test_all_kernels_are_clean_under_oclgrind(tmp_path):
     # a tandem repeat gives a read more candidates than local memory holds (cl/row_sort.cl sorts
     # them, in two merge rounds)
     repeat = "ACGTTGCAAGT" * 2000
-    fasta = write_fasta(tmp_path / "g.fa", {"a": genome, "b": random_dna(rng, 400), "c": repeat})
-    reads = [genome[100:140], genome[500:530].replace("A", "C", 2), "ACGT" * 10, genome[950:990], repeat[:40]]
+    # an IUPAC letter under r0, which MD shows, and a '.' in r3, which reads as N
+    fasta = write_fasta(tmp_path / "g.fa", {"a": genome[:120] + "r" + genome[121:], "b": random_dna(rng, 400),
+                                            "c": repeat})
+    reads = [genome[100:140], genome[500:530].replace("A", "C", 2), "ACGT" * 10,
+             genome[950:970] + "." + genome[971:990], repeat[:40]]
     fq = tmp_path / "r.fq"
     fq.write_text("".join(f"@r{i} c\n{r}\n+\n{'I' * len(r)}\n" for i, r in enumerate(reads)))
     env = dict(os.environ, OCLGRIND_DATA_RACES="1", OCLGRIND_UNINITIALIZED="1",
@@ -38,6 +41,8 @@ def test_all_kernels_are_clean_under_oclgrind(tmp_path):
         ["-m", "indexer.cli", fasta, "--mask", "##-##", "--ln", "4", "--device", "Oclgrind", "-q"],
         ["-m", "marose.cli", "map", "-x", fasta, str(fq), "-k", "2", "--device", "Oclgrind", "-q",
          "-o", str(tmp_path / "out.sam")],
+        ["-m", "marose.cli", "map", "-x", fasta, str(fq), "-k", "2", "--device", "Oclgrind", "-q", "--xa",
+         "-o", str(tmp_path / "xa.sam")],  # CIGAR, NM and MD written by alignment_text
     ]
     for args in steps:
         result = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, cwd=tmp_path,
@@ -48,6 +53,10 @@ def test_all_kernels_are_clean_under_oclgrind(tmp_path):
     primary = [r for r in records if not int(r[1]) & 256]
     assert [(m[0], m[3], m[5]) for m in primary[:4]] == [("r0", "101", "40M"), ("r1", "501", "30M"),
                                                          ("r2", "0", "*"), ("r3", "951", "40M")]
+    assert primary[0][12] == "MD:Z:20R19"
+    assert primary[3][9][20] == "N" and primary[3][12] == f"MD:Z:20{genome[970]}19"
+    with_xa = [line.rstrip("\n").split("\t") for line in open(tmp_path / "xa.sam") if not line.startswith("@")]
+    assert [r[:13] for r in with_xa] == [r[:13] for r in primary]
     name, flag, contig, _, _, cigar, *_, nm, md, _, hn = primary[4]
     assert (name, contig, cigar, nm) == ("r4", "c", "40M", "NM:i:0")
     assert int(hn[5:]) >= 1990  # the read lies at every copy of the repeat

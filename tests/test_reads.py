@@ -276,6 +276,19 @@ def test_bad_input_names_file_and_record(tmp_path: Path, name: str, data: bytes,
     expect_error(write(tmp_path / name, data), *words)
 
 
+@pytest.mark.parametrize("chunk", [5, 1 << 20])
+def test_a_dot_in_a_sequence_reads_as_n(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    """Older Illumina files write '.' for N, and bwa and bowtie2 read it so."""
+    monkeypatch.setattr(reads, "CHUNK_BYTES", chunk)
+    for data, name, dots, read, seq in ((FASTQ, "r.fq", 2, 0, b"ACGTACGTNN"), (FASTA, "r.fa", 1, 2, b"ACGTNRYACGT")):
+        dotted = data.replace(b"N", b".")  # in sequences only: no header or quality holds N
+        assert dotted.count(b".") == dots
+        got = read_all(write(tmp_path / name, dotted))
+        assert got == read_all(write(tmp_path / f"n.{name}", data)) and got[1][read] == seq
+    batch, = read_batches(write(tmp_path / "r.fq", b"@a\n.A.c\n+\nIIII\n"), 10)
+    assert batch.seqs == [b"NANC"] and batch.codes()[0].tolist() == [[4, 0, 4, 1]]
+
+
 def test_missing_file(tmp_path: Path) -> None:
     expect_error(str(tmp_path / "nope.fq"), "no such file")
 
