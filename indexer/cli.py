@@ -41,6 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", help="OpenCL device for the hash build ('P:D' or part of its name; "
                                          "PYOPENCL_CTX is honoured); without any device the build runs in numpy")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="print the OpenCL compiler's messages for each kernel program built")
     parser.add_argument("--version", action="version", version=f"marose-index {__version__}")
     return parser
 
@@ -56,8 +58,10 @@ def choose_params(args, genome_size: int) -> IndexParams:
     return IndexParams(mask, ln, args.segment_size)
 
 
-def hash_builder(spec: str | None, log):
-    """The OpenCL hash builder on the chosen device, or numpy's when there is no device."""
+def hash_builder(spec: str | None, log, verbose: bool = False):
+    """The OpenCL hash builder on the chosen device, once it passed its known-answer check, or
+    numpy's when there is no device."""
+    from marose import known_answer
     from marose.device import Device, all_devices
 
     if not all_devices():
@@ -67,7 +71,8 @@ def hash_builder(spec: str | None, log):
         return bdz.build
     from . import bdz_cl
 
-    device = Device(spec)
+    device = Device(spec, verbose=verbose)
+    known_answer.ensure(device, ("index",), log)
     log(f"building the hashes on {device.device.name.strip()}")
     return lambda seed_of_key, keys, n_seeds: bdz_cl.build(device, seed_of_key, keys, n_seeds)
 
@@ -79,7 +84,7 @@ def build_index(genome: str, output: str | None, args, log) -> str:
     params = choose_params(args, ref.total_length)
     log(f"read {len(ref.names)} contig(s), {ref.total_length:,} bases; mask {params.mask}, "
         f"ln {params.ln} [{time.time() - started:.1f} s]")
-    builder = hash_builder(args.device, log)
+    builder = hash_builder(args.device, log, args.verbose)
     path = output or store.default_path(genome)
     writer = store.IndexWriter(path, params, ref, genome)
     try:

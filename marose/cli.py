@@ -52,6 +52,8 @@ def _map_parser(sub) -> None:
                    help="print the filter parameters, their sensitivity guarantee and expected work")
     p.add_argument("--stats", metavar="FILE", help="write counts and seconds per stage as JSON to FILE")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="print the OpenCL compiler's messages for each kernel program built")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -60,8 +62,16 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"marose {__version__}")
     sub = top.add_subparsers(dest="command", required=True)
     _map_parser(sub)
-    sub.add_parser("devices", help="list OpenCL platforms and devices",
-                   description="List OpenCL platforms and devices, numbered as --device takes them.")
+    devices = sub.add_parser(
+        "devices", help="list OpenCL platforms and devices, and check them",
+        description="List OpenCL platforms and devices, numbered as --device takes them. Before a device maps "
+                    "reads or builds an index for the first time, marose runs its kernels on a small built-in "
+                    "case and compares their results with numpy's; a device that fails is not used. --check "
+                    "runs that check now on every device and prints pass or fail for each.")
+    devices.add_argument("--check", action="store_true",
+                         help="check every device's kernels against their numpy twins (exit status 1 if one fails)")
+    devices.add_argument("-v", "--verbose", action="store_true",
+                         help="print the OpenCL compiler's messages for each kernel program built")
     return top
 
 
@@ -90,6 +100,7 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     import numpy as np
     from indexer import store
 
+    from . import known_answer
     from .device import Device, describe
     from .lookup import DeviceIndex
     from .mapper import Mapper
@@ -116,7 +127,8 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     loading = _in_background(store.load, path, False)
     batches = read_batches(args.reads, batch_sizes(args.batch_size, lambda: default_batch_size(device)))
     reading = _in_background(next, batches)
-    device = Device(args.device, profile=bool(args.stats))
+    device = Device(args.device, profile=bool(args.stats), verbose=args.verbose)
+    known_answer.ensure(device, ("map",), log)
     index = loading.result()
     # the checksums are checked while mapping (zlib releases the interpreter lock)
     checked = _in_background(store.check_checksums, index)
@@ -301,14 +313,31 @@ def summary(stats, seconds: float, log) -> None:
         log(f"{stats.too_many_n:,} reads with more N than the error budget were written unmapped")
 
 
-def run_devices() -> None:
-    from .device import all_devices, describe
+def run_devices(check: bool, verbose: bool, log) -> None:
+    """Lists the devices; with check, runs the known-answer check on each (a failure raises
+    MaroseError once every device has been checked)."""
+    from . import known_answer
+    from .device import Device, all_devices, describe
 
     devices = all_devices()
     if not devices:
         print("no OpenCL devices; `pip install marose[pocl]` adds a CPU runtime")
+    failed = []
     for p, d, device in devices:
-        print(f"{p}:{d}  {describe(device)}")
+        print(f"{p}:{d}  {describe(device)}", flush=True)
+        if not check:
+            continue
+        started = time.time()
+        opened = Device(f"{p}:{d}", verbose=verbose)
+        wrong = [kernels for command in known_answer.COMMANDS for kernels in known_answer.run(opened, command)]
+        if wrong:
+            failed.append(f"{p}:{d}")
+            print(f"      FAIL: wrong results in {'; '.join(wrong)}", flush=True)
+        else:
+            known_answer.remember(opened, known_answer.COMMANDS)
+            print(f"      pass: every kernel matched its numpy twin ({time.time() - started:.1f} s)", flush=True)
+    if failed:
+        raise MaroseError(f"device(s) {', '.join(failed)} computed wrong results; choose another with --device")
 
 
 def main(argv=None, exit_when_done: bool = False) -> int:
@@ -316,7 +345,7 @@ def main(argv=None, exit_when_done: bool = False) -> int:
     succeeds ends the process itself (see run_map)."""
     args = parser().parse_args(argv)
     if args.command == "devices":
-        return run_command("marose", lambda log: run_devices(), False, "")
+        return run_command("marose", lambda log: run_devices(args.check, args.verbose, log), False, "")
     return run_command("marose", lambda log: run_map(args, log, exit_when_done), args.quiet, "no output written")
 
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import os
+import sys
+import tempfile
 import threading
+import warnings
 from functools import lru_cache
 from pathlib import Path
 
@@ -15,6 +19,7 @@ from .errors import MaroseError
 from .staging import Staging
 
 STAGING_BYTES = 8 << 20  # each pinned buffer large copies go through (staging.py)
+OUR_MESSAGES = ("[marose", "marose")  # how the lines marose prints on stderr begin
 LOCAL_SIZE = 64  # work-items a group of kernels launched without a work-group size (see launch)
 
 
@@ -94,9 +99,12 @@ def choose_device(spec: str | None = None):
 class Device:
     """A context and in-order queue on one device, with built programs cached by (files, defines)."""
 
-    def __init__(self, spec: str | None = None, profile: bool = False):
+    def __init__(self, spec: str | None = None, profile: bool = False, verbose: bool = False):
+        """verbose: the compiler's messages of each program built are printed on stderr (they
+        are otherwise shown only when a build fails)."""
         cl = _cl()
         self.cl = cl
+        self.verbose = verbose
         self.device = choose_device(spec)
         self.context = cl.Context([self.device])
         self.profile = profile
@@ -175,11 +183,22 @@ class Device:
     def _build(self, files: tuple[str, ...], defines: dict | None):
         source = "\n".join(_source(name) for name in files)
         options = ["-cl-std=CL1.2"] + [f"-D{name}={value}" for name, value in sorted((defines or {}).items())]
-        try:
-            return self.cl.Program(self.context, source).build(options=options)
-        except self.cl.Error as exc:
-            raise MaroseError(f"OpenCL build of {', '.join(files)} failed on "
-                              f"{self.device.name.strip()}: {exc}") from None
+        with _compiler_output() as said, warnings.catch_warnings():
+            warnings.simplefilter("ignore", self.cl.CompilerWarning)
+            try:
+                program = self.cl.Program(self.context, source).build(options=options)
+            except self.cl.Error as exc:
+                failure = exc
+            else:
+                failure = None
+        if failure is not None:
+            raise MaroseError(f"OpenCL build of {', '.join(files)} failed on {self.device.name.strip()}: "
+                              f"{failure}{_indented(said())}") from None
+        if self.verbose:
+            log = program.get_build_info(self.device, self.cl.program_build_info.LOG).strip()
+            print(f"[marose] built {', '.join(files)} {' '.join(options)}{_indented(log or said())}",
+                  file=sys.stderr)
+        return program
 
     def kernel(self, files: tuple[str, ...], name: str, defines: dict | None = None):
         """A kernel of a cached program (retrieved once, then reused)."""
@@ -422,6 +441,36 @@ def _at_least_one(array: np.ndarray) -> np.ndarray:
     buffers of no bytes)."""
     data = np.ascontiguousarray(array)
     return data if data.nbytes else np.zeros(1, dtype=data.dtype)
+
+
+@contextlib.contextmanager
+def _compiler_output():
+    """Holds what the OpenCL runtime's compiler prints on the process's stderr (file
+    descriptor 2: PoCL's clang writes "1 warning generated." there) while a program builds;
+    yields a function that returns it. Other threads' messages in that time are held too, and
+    written out afterwards when they are not the compiler's."""
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as held:
+        saved = os.dup(2)
+        os.dup2(held.fileno(), 2)
+        text: list[str] = []
+        try:
+            yield lambda: "".join(text)
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            captured = held.read().decode(errors="replace")
+            lines = captured.splitlines(keepends=True)
+            text.append("".join(line for line in lines if not line.startswith(OUR_MESSAGES)))
+            sys.stderr.write("".join(line for line in lines if line.startswith(OUR_MESSAGES)))
+
+
+def _indented(text: str) -> str:
+    """Compiler messages as an indented block after a line of our own (nothing when empty)."""
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return "".join("\n    " + line for line in lines)
 
 
 @lru_cache(maxsize=None)

@@ -1,5 +1,5 @@
 """Device buffers: uploads through the pinned staging buffers, the genome unpacked there, and
-the buffers of queued commands kept until a read has waited for them."""
+the buffers of queued commands kept until a read has waited for them; compiler messages."""
 
 import sys
 
@@ -133,3 +133,28 @@ def test_buffers_of_queued_commands_are_kept_until_a_blocking_read(device):
     for _ in range(3):
         expected = (expected * 1664525 + 1013904223) % 2**32
     assert np.array_equal(values, expected)
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_compiler_messages_only_with_verbose(monkeypatch, capfd, verbose):
+    from marose import device as device_module
+
+    real = device_module._source
+    monkeypatch.setattr(device_module, "_source", lambda name: "#warning a message from the compiler\n" + real(name))
+    opened = device_module.Device(verbose=verbose)
+    opened.program(("genome.cl",), {"UNUSED": 1})
+    err = capfd.readouterr().err
+    assert ("a message from the compiler" in err) == verbose
+    assert ("warning" in err.lower()) == verbose
+
+
+def test_a_failed_build_shows_the_compiler_messages(monkeypatch, capfd):
+    from marose import device as device_module
+    from marose.errors import MaroseError
+
+    real = device_module._source
+    monkeypatch.setattr(device_module, "_source", lambda name: real(name) + "\nthis is not OpenCL C\n")
+    with pytest.raises(MaroseError, match="genome.cl failed") as failure:
+        device_module.Device().program(("genome.cl",), {"UNUSED": 2})
+    assert "error" in str(failure.value).lower()
+    assert capfd.readouterr().err == ""

@@ -1,7 +1,5 @@
 """The seed-and-filter kernel against its numpy twin, and against what the filter promises."""
 
-import itertools
-
 import numpy as np
 import pytest
 
@@ -12,56 +10,10 @@ from marose import device_reads
 from marose import filter as filter_module
 from marose import lookup
 from marose.dna import N_CODE, encode
-from marose.filter import Candidates, Filter, Strands, unique_candidates
+from marose.filter import Filter, Strands, unique_candidates
+from marose.filter_twin import pattern_offsets, patterns, reference_filter
 from marose.reads import ReadBatch
 from marose.reference import read_fasta
-
-
-def neighbors(key: int, ln: int, e: int) -> list[int]:
-    """Every key within Hamming distance e (as base substitutions) of key."""
-    found = [key]
-    for n_sub in range(1, e + 1):
-        for where in itertools.combinations(range(ln), n_sub):
-            for changes in itertools.product((1, 2, 3), repeat=n_sub):
-                k = key
-                for i, c in zip(where, changes):
-                    k ^= c << (2 * i)
-                found.append(k)
-    return found
-
-
-def pattern_offsets(length: int, width: int, step: int) -> list[int]:
-    if length < width:
-        return []
-    return sorted({min(t * step, length - width) for t in range(-(-(length - width) // step) + 1)})
-
-
-def patterns(params: IndexParams, strands: Strands, e: int, step: int):
-    """(row, read offset, seed, neighborhood keys) of every pattern of the rows with no N in its seed."""
-    for r in range(strands.n):
-        read = strands.codes[r, : strands.lengths[r]]
-        for o in pattern_offsets(read.size, params.width, step):
-            seed_bases = read[o + np.array(params.seed_offsets)]
-            if np.any(seed_bases == N_CODE):
-                continue
-            seed = int(np.sum(seed_bases.astype(np.int64) << (2 * np.arange(params.weight)[::-1])))
-            nb = np.where(read[o + params.span : o + params.width] == N_CODE, 0, read[o + params.span : o + params.width])
-            key = int(np.sum(nb.astype(np.int64) << (2 * np.arange(params.ln)[::-1])))
-            yield r, o, seed, np.array(neighbors(key, params.ln, e), dtype=np.uint32)
-
-
-def reference_filter(segments, params: IndexParams, strands: Strands, e: int, step: int, offsets) -> Candidates:
-    """Candidates by the definition: every pattern, every neighbor, every position, clamped to its contig."""
-    rows, starts = [], []
-    for r, o, seed, keys in patterns(params, strands, e, step):
-        for seg in segments:
-            begin, end = query.slot_ranges(seg, np.full(keys.size, seed), keys)
-            for b, en in zip(begin, end):
-                q = seg.positions[b:en].astype(np.int64)
-                contig_start = offsets[np.searchsorted(offsets, q, side="right") - 1]
-                starts.extend(np.maximum(q - o, contig_start).tolist())
-                rows.extend([r] * q.size)
-    return unique_candidates(np.array(rows, dtype=np.uint32), np.array(starts, dtype=np.uint32))
 
 
 def simulated_strands(ref, n, length, rng, n_sub=2, n_with_n=3):

@@ -1,0 +1,342 @@
+"""The known-answer check of a device: before a command uses a device, the kernels it needs run
+on a small built-in case and their results are compared with their numpy twins. A device that
+passed is remembered in the cache directory, keyed by the device, its driver and platform
+versions and the kernel sources, so that later runs pay nothing; one that fails is not used."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from . import __version__
+from .errors import MaroseError
+
+FILE_NAME = "checked-devices.json"
+CASE_SEED = 19
+K = 3  # edit budget of the case's reads
+MAX_HITS = 3
+REPEAT = "ACGTTGCAAGT"  # a tandem repeat with more loci than a work-group's local memory holds
+REPEAT_COPIES = 400
+
+
+class DeviceMiscomputes(MaroseError):
+    """A device whose kernels did not reproduce their numpy twins."""
+
+
+@dataclass
+class Case:
+    """The built-in case: a reference with N runs, two contigs and a long tandem repeat, its index
+    in two segments, and FASTQ reads of two lengths with substitutions, indels and N."""
+
+    index: object
+    fastq: bytes
+    reads: list  # base codes of each read
+    with_indels: set  # the reads that carry an insertion or a deletion
+    results: dict = field(default_factory=dict)  # what one check computed that another compares
+
+
+def ensure(device, commands: tuple[str, ...], log: Callable[[str], None] | None = None) -> None:
+    """Runs the checks of the commands ('map', 'index') not yet passed on this device; raises
+    DeviceMiscomputes, naming the device and the kernels, when one fails. Oclgrind, the
+    simulator that checks the kernels themselves, is checked only when asked (`marose devices
+    --check`)."""
+    if device.is_oclgrind:
+        return
+    for command in commands:
+        key = _key(device, command)
+        if key in _passed():
+            continue
+        if log:
+            log(f"checking {device.device.name.strip()} for `{command}` on a known case (once per device "
+                "and driver)")
+        wrong = run(device, command)
+        if wrong:
+            raise DeviceMiscomputes(failure_message(device, wrong))
+        remember(device, (command,))
+
+
+def remember(device, commands: tuple[str, ...]) -> None:
+    """Records that the device passed the checks of the commands."""
+    _remember({_key(device, command) for command in commands})
+
+
+def run(device, command: str) -> list[str]:
+    """The kernels of a command whose results differ from their twins' on the case (none: a pass)."""
+    checks = MAP_CHECKS if command == "map" else INDEX_CHECKS
+    case = make_case()
+    wrong = []
+    for kernels, check in checks:
+        try:
+            if not check(device, case):
+                wrong.append(kernels)
+        except MemoryError:
+            raise
+        except Exception as exc:  # a kernel that does not build or run fails too
+            wrong.append(f"{kernels}, which failed: {' '.join(str(exc).split())[:300]}")
+    return wrong
+
+
+def failure_message(device, wrong: list[str]) -> str:
+    from .device import all_devices, describe
+
+    others = [f"{p}:{d} ({other.name.strip()})" for p, d, other in all_devices() if other != device.device]
+    choice = f"choose another with --device: {', '.join(others)}" if others else "no other OpenCL device was found"
+    return (f"the OpenCL device {describe(device.device)} (driver {device.device.driver_version}) computes "
+            f"wrong results in {'; '.join(wrong)}, against their numpy twins on a known case; "
+            f"nothing was written. Update its driver, or {choice}")
+
+
+def make_case() -> Case:
+    from indexer.build import IndexParams, build_segment, segment_bounds
+    from indexer.store import Index
+
+    from .dna import N_CODE, decode, reverse_complement
+    from .reference import Reference
+
+    rng = np.random.default_rng(CASE_SEED)
+    left = rng.integers(0, 4, 3000, dtype=np.uint8)
+    left[1500:1520] = N_CODE
+    repeat = np.frombuffer(REPEAT.encode() * REPEAT_COPIES, np.uint8)
+    right = np.concatenate([np.searchsorted(np.frombuffer(b"ACGT", np.uint8), repeat).astype(np.uint8),
+                            rng.integers(0, 4, 1000, dtype=np.uint8)])
+    ref = Reference(["left", "right"], np.array([left.size, right.size], np.int64), np.concatenate([left, right]))
+    params = IndexParams("###-##", 6, ref.total_length // 2 + 1)
+    segments = [build_segment(ref, a, b, params) for a, b in segment_bounds(ref.total_length, params.segment_size)]
+    index = Index("known case", params, ref, segments, {})
+    reads, with_indels = [], set()
+    for i in range(60):
+        length = 60 if i % 2 else 90
+        contig = left if i % 3 else right[-1500:]
+        at = int(rng.integers(0, contig.size - length - 5))
+        read = contig[at:at + length + 5].copy()
+        for _ in range(int(rng.integers(0, K + 1))):
+            where = int(rng.integers(0, read.size))
+            if i % 5 == 0:  # an insertion or deletion
+                with_indels.add(i)
+                read = np.insert(read, where, rng.integers(0, 4)) if i % 10 else np.delete(read, where)
+            else:
+                read[where] = (read[where] + rng.integers(1, 4)) % 4
+        read = read[:length]
+        reads.append(reverse_complement(read) if i % 4 == 1 else read)
+    reads[7][10] = reads[8][30] = N_CODE
+    reads[9][5:5 + K + 1] = N_CODE  # more N than the budget: unmapped
+    reads += [right[100:160].copy(), left[:8].copy(), rng.integers(0, 4, 70, dtype=np.uint8)]  # repeat, short, nowhere
+    fastq = "".join(f"@r{i} known case\n{decode(r)}\n+\n{'I' * r.size}\n" for i, r in enumerate(reads))
+    return Case(index, fastq.encode(), reads, with_indels)
+
+
+def _batch(case: Case):
+    """The case's reads as one FASTQ batch, read as `marose map` reads them."""
+    from .reads import read_batches
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "reads.fq")
+        with open(path, "wb") as handle:
+            handle.write(case.fastq)
+        return next(read_batches(path, len(case.reads)))
+
+
+def check_genome(device, case: Case) -> bool:
+    from .lookup import DeviceIndex
+
+    ref = case.index.reference
+    on_device = DeviceIndex(case.index, device)
+    return np.array_equal(device.read(on_device.genome.codes, np.uint8, ref.total_length), ref.codes)
+
+
+def check_fastq(device, case: Case) -> bool:
+    from .device_reads import to_device
+
+    batch = _batch(case)
+    want = batch.packed
+    got = to_device(device, batch)
+    pairs = [(got.names, want.names), (got.name_offset, want.name_offset), (got.seqs, want.seqs),
+             (got.seq_offset, want.seq_offset), (got.quals, want.quals)]
+    return all(np.array_equal(device.read(buffer, array.dtype, array.size), array) for buffer, array in pairs)
+
+
+def check_strands(device, case: Case) -> bool:
+    from .device_reads import to_device
+    from .dna import N_CODE
+    from .filter import Strands
+
+    batch = _batch(case)
+    codes, lengths = batch.codes()
+    want = Strands.from_reads(codes, lengths)
+    got, n_count = Strands.on_device(device, to_device(device, batch))
+    rows = device.read(got.buffer, np.uint8, want.codes.size).reshape(want.codes.shape)
+    n_want = [int(np.sum(codes[r, :length] == N_CODE)) for r, length in enumerate(lengths)]
+    return np.array_equal(rows, want.codes) and list(n_count) == n_want
+
+
+def check_filter(device, case: Case) -> bool:
+    """The candidates of every read, with the neighborhood errors and pattern step that mapping
+    chooses for its length (so that the programs built are the ones mapping takes)."""
+    from .filter import Filter, Strands, unique_candidates
+    from .filter_twin import reference_filter
+    from .lookup import DeviceIndex
+    from .mapper import Mapper
+
+    strands = Strands.from_reads(*_batch(case).codes())
+    ref, params = case.index.reference, case.index.params
+    mapper = Mapper(case.index, device, K)
+    for length in sorted({int(r.size) for r in case.reads if r.size >= params.width}):
+        chosen = mapper.choice(length).params
+        rows = strands.lengths == length
+        filt = Filter(device, params, chosen.e, ref.total_length, ref.offsets)
+        on_device = filt.upload(strands, np.full(strands.n, chosen.step), rows)
+        found = [filt.run(seg, strands, on_device) for seg in DeviceIndex(case.index, device).segments()]
+        got = unique_candidates(np.concatenate([f.row for f in found]), np.concatenate([f.start for f in found]))
+        chosen_rows = Strands(strands.codes, np.where(rows, strands.lengths, 0).astype(np.uint32), strands.width)
+        want = reference_filter(case.index.segments, params, chosen_rows, chosen.e, chosen.step, ref.offsets)
+        if not (np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)):
+            return False
+    return True
+
+
+def _mapped(device, case: Case, max_hits: int | None, text_on_device: bool = False):
+    from .mapper import Mapper
+
+    mapper = Mapper(case.index, device, K, max_hits, text_on_device=text_on_device)
+    return mapper, _batch(case), *mapper.map_batch(_batch(case))
+
+
+def _oracle_hits(case: Case) -> list:
+    from .oracle import oracle_map
+
+    ref = case.index.reference
+    contigs = [ref.codes[a:b] for a, b in zip(ref.offsets[:-1], ref.offsets[1:])]
+    return oracle_map(contigs, case.reads, K)
+
+
+def _loci_and_alignments(device, case: Case) -> tuple[bool, bool]:
+    """Whether the mapper's loci (read, strand, contig, distance) equal the oracle's, and whether
+    their alignments (start, CIGAR, NM, MD) do too, on the reads the filter guarantees; on the
+    others every locus found must be one of the oracle's. Computed once a case."""
+    if "loci" not in case.results:
+        mapper, _, hits, _ = _mapped(device, case, None)
+        got = set(zip(hits.read.tolist(), hits.strand.tolist(), hits.contig.tolist(), hits.dist.tolist(),
+                      hits.pos.tolist(), map(_text, hits.cigar), hits.nm.tolist(), map(_text, hits.md)))
+        want = {(h.read, h.strand, h.contig, h.dist, h.start, h.cigar, h.nm, h.md) for h in _oracle_hits(case)}
+        sure = {i for i, read in enumerate(case.reads) if _guaranteed(mapper, read, i in case.with_indels)}
+        sure_got, sure_want = {x for x in got if x[0] in sure}, {x for x in want if x[0] in sure}
+        loci_ok = _loci(sure_got) == _loci(sure_want) and _loci(got) <= _loci(want)
+        case.results["loci"] = (loci_ok, loci_ok and sure_got == sure_want and got <= want)
+    return case.results["loci"]
+
+
+def _loci(found: set) -> set:
+    return {x[:4] for x in found}
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _guaranteed(mapper, read: np.ndarray, has_indels: bool) -> bool:
+    """Whether the filter the mapper chooses for the read finds every locus within k."""
+    from .dna import N_CODE
+
+    if read.size < mapper.index.params.width or np.sum(read == N_CODE) > mapper.k:
+        return False
+    chosen = mapper.choice(int(read.size))
+    return chosen.guaranteed and (chosen.covers == "edits" or not has_indels)
+
+
+def check_loci(device, case: Case) -> bool:
+    return _loci_and_alignments(device, case)[0]
+
+
+def check_alignments(device, case: Case) -> bool:
+    return _loci_and_alignments(device, case)[1]
+
+
+def check_sam_records(device, case: Case) -> bool:
+    from .sam import format_batch
+    from .sam_records import DeviceSamFormatter
+
+    names = case.index.reference.names
+    _, batch, hits, n_loci = _mapped(device, case, MAX_HITS)
+    want = format_batch(batch, hits, n_loci, names, MAX_HITS, False, "rg1")
+    mapper, _, device_hits, device_loci = _mapped(device, case, MAX_HITS, text_on_device=True)
+    got = DeviceSamFormatter(device, mapper.genome, names, MAX_HITS, "rg1").format(device_hits, device_loci).into()
+    return np.array_equal(n_loci, device_loci) and got.tobytes() == want
+
+
+def check_bdz(device, case: Case) -> bool:
+    from indexer import bdz, bdz_cl
+    from indexer.build import _sort_patterns, pattern_starts, seeds_and_keys
+
+    ref, params = case.index.reference, case.index.params
+    positions = pattern_starts(ref, 0, ref.total_length, params.width)
+    seeds, keys, _ = _sort_patterns(*seeds_and_keys(ref, positions, params), positions, params, 0)
+    first = np.flatnonzero(np.concatenate(([True], (seeds[1:] != seeds[:-1]) | (keys[1:] != keys[:-1]))))
+    key_seed, key = seeds[first].astype(np.int64), keys[first]
+    host = bdz.build(key_seed, key, params.n_seeds)
+    got = bdz_cl.build(device, key_seed, key, params.n_seeds)
+    voff = got.vertex_offset.astype(np.int64)
+    part = (voff[key_seed + 1] - voff[key_seed]) // bdz.PARTS
+    slots = bdz.phf(bdz.hyperedges(key, got.hash_seed[key_seed], part, voff[key_seed]), got.g)
+    return (np.array_equal(got.hash_seed, host.hash_seed) and np.array_equal(slots, got.slot)
+            and np.unique(slots).size == slots.size)
+
+
+MAP_CHECKS = [
+    ("unpack_genome, mark_n_runs (the genome)", check_genome),
+    ("count_newlines, scan_chunks, write_newlines, fastq_fields, fastq_pack (FASTQ records)", check_fastq),
+    ("both_strands (reverse complements)", check_strands),
+    ("filter_count, filter_emit, expand_ranges and the row sorts (the filter's candidates)", check_filter),
+    ("row_loci, merge_runs, row_counts, best_loci, place_loci (loci within k edits)", check_loci),
+    ("traceback, alignment_text (CIGAR, NM, MD)", check_alignments),
+    ("sam_records (SAM text)", check_sam_records),
+]
+INDEX_CHECKS = [("bdz_build (the perfect hashes)", check_bdz)]
+COMMANDS = ("map", "index")
+
+
+def _key(device, command: str) -> str:
+    """What a pass stands for: the command's check, the device, its driver and platform, the
+    kernel sources and this version of marose."""
+    from .device import kernel_dir
+
+    d = device.device
+    sources = hashlib.sha256()
+    for path in sorted(kernel_dir().glob("*.cl")):
+        sources.update(path.name.encode() + b"\0" + path.read_bytes())
+    facts = [command, __version__, d.platform.name, d.platform.version, d.name, d.vendor, d.version,
+             d.driver_version, sources.hexdigest()]
+    return hashlib.sha256(json.dumps(facts).encode()).hexdigest()
+
+
+def _cache_file() -> str:
+    from indexer.verified import cache_dir
+
+    return os.path.join(cache_dir(), FILE_NAME)
+
+
+def _passed() -> set[str]:
+    try:
+        with open(_cache_file()) as handle:
+            return set(json.load(handle))
+    except (OSError, ValueError, TypeError):
+        return set()
+
+
+def _remember(keys: set[str]) -> None:
+    """Adds a pass to the cache file (written whole and renamed); where the cache cannot be
+    written, the check runs again next time."""
+    path = _cache_file()
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".checked.")
+        with os.fdopen(fd, "w") as handle:
+            json.dump(sorted(_passed() | keys), handle)
+        os.replace(tmp, path)
+    except OSError:
+        pass

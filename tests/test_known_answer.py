@@ -1,0 +1,99 @@
+"""The known-answer check: a device whose kernels miscompute is caught before any output is
+written, a pass is remembered per device and kernel source, and `marose devices --check`."""
+
+import os
+import shutil
+
+import pytest
+
+from conftest import LAMBDA
+from indexer import cli as index_cli
+from marose import cli, device as device_module, known_answer
+
+READS = os.path.join(os.path.dirname(LAMBDA), "lambda_reads.fq.gz")
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    """A cache directory in which no device has passed yet."""
+    monkeypatch.setenv("MAROSE_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def break_kernel(monkeypatch, file_name: str, old: str, new: str) -> None:
+    """The kernel source of file_name with old replaced by new, as a miscompiling runtime would run it."""
+    source = device_module._source(file_name)
+    assert old in source
+    real = device_module._source
+    monkeypatch.setattr(device_module, "_source", lambda name: source.replace(old, new) if name == file_name
+                        else real(name))
+
+
+@pytest.fixture(scope="module")
+def lambda_copy(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("known")
+    fasta = folder / "lambda.fa.gz"
+    shutil.copy(LAMBDA, fasta)
+    assert index_cli.main([str(fasta), "-q"]) == 0
+    return str(fasta)
+
+
+def test_every_check_passes_on_the_cpu_device(device):
+    for command in known_answer.COMMANDS:
+        assert known_answer.run(device, command) == []
+
+
+def test_a_wrong_genome_kernel_stops_the_map_before_any_output(lambda_copy, tmp_path, monkeypatch, capsys,
+                                                              fresh_cache):
+    break_kernel(monkeypatch, "genome.cl", "& (uchar4)3", "& (uchar4)1")
+    out = tmp_path / "out" / "lambda.sam"
+    out.parent.mkdir()
+    assert cli.main(["map", "-x", lambda_copy, READS, "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "unpack_genome" in err and "wrong results" in err and "Traceback" not in err
+    assert device_module.choose_device().name.strip() in err
+    assert list(out.parent.iterdir()) == []
+    assert known_answer._passed() == set()
+
+
+def test_a_wrong_alignment_kernel_is_named(device, monkeypatch):
+    break_kernel(monkeypatch, "extend.cl", "return (int)hp - (int)hm;", "return (int)hp - (int)hm + 1;")
+    fresh = device_module.Device()
+    wrong = known_answer.run(fresh, "map")
+    assert wrong and all("unpack_genome" not in kernels for kernels in wrong)
+    assert any("row_loci" in kernels for kernels in wrong)
+
+
+def test_a_wrong_hash_kernel_stops_the_index_build(tmp_path, monkeypatch, capsys, fresh_cache):
+    break_kernel(monkeypatch, "bdz.cl", "for (uint J = 0;", "for (uint J = 1;")
+    fasta = tmp_path / "lambda.fa.gz"
+    shutil.copy(LAMBDA, fasta)
+    assert index_cli.main([str(fasta)]) == 1
+    assert "bdz_build" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.iterdir()] == ["lambda.fa.gz"]
+
+
+def test_a_pass_is_remembered_until_the_kernel_sources_change(device, tmp_path, monkeypatch, fresh_cache):
+    known_answer.ensure(device, ("map",))
+    assert len(known_answer._passed()) == 1
+
+    def must_not_run(*args):
+        raise AssertionError("the check ran again")
+
+    monkeypatch.setattr(known_answer, "run", must_not_run)
+    known_answer.ensure(device, ("map",))  # remembered: nothing runs
+    sources = tmp_path / "cl"
+    shutil.copytree(device_module.kernel_dir(), sources)
+    with open(sources / "genome.cl", "a") as handle:
+        handle.write("\n/* changed */\n")
+    monkeypatch.setattr(device_module, "kernel_dir", lambda: sources)
+    with pytest.raises(AssertionError, match="ran again"):
+        known_answer.ensure(device, ("map",))
+
+
+def test_devices_check_prints_a_verdict_for_each_device(monkeypatch, capsys, fresh_cache):
+    real = [entry for entry in device_module.all_devices() if not device_module.is_oclgrind(entry[2])]
+    monkeypatch.setattr(device_module, "all_devices", lambda: tuple(real))
+    assert cli.main(["devices", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("pass: every kernel matched") == len(real) >= 1
+    assert len(known_answer._passed()) == len(real) * len(known_answer.COMMANDS)
