@@ -117,14 +117,16 @@ def lookup_batch(device: Device) -> int:
 class Filter:
     """Seed and filter on one device for an index's parameters and a neighborhood error count e
     (lookups_at_once: the kernels' lookup batch, default lookup_batch(device); wg: their
-    work-group size, default work_group(device)). Position ranges longer than wg, in rows
+    work-group size, default work_group(device); capacity: the candidates a row may have to be
+    sorted in local memory, default local_capacity). Position ranges longer than wg, in rows
     sorted in global memory, are written by a work-group each."""
 
     def __init__(self, device: Device, params: IndexParams, e: int, genome_length: int,
-                 contig_offsets: np.ndarray, lookups_at_once: int | None = None, wg: int | None = None):
+                 contig_offsets: np.ndarray, lookups_at_once: int | None = None, wg: int | None = None,
+                 capacity: int | None = None):
         self.device = device
         self.wg = wg or work_group(device)
-        self.capacity = local_capacity(device, self.wg)
+        self.capacity = capacity or local_capacity(device, self.wg)
         seed_mask = sum(1 << j for j in params.seed_offsets)
         self.width = params.width
         self.saved = min(SAVED_RANGES, neighborhood_size(params.ln, e))  # a pattern finds a range a lookup
