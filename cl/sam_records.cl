@@ -1,5 +1,6 @@
 /* Whole SAM records of a batch, one work-item per record, as marose/sam.py's format_batch
- * writes them without XA tags. Read r's records are [record_base[r], record_base[r + 1]): its
+ * writes them: with xa_hits 0 a record per hit; else one record per read, its hits of rank 1 to
+ * xa_hits - 1 in an XA tag. Read r's records are [record_base[r], record_base[r + 1]): its
  * first hits in turn, hits [hit_base[r], hit_base[r + 1]) being all of its hits, best first, or
  * one unmapped record when it has none. A hit carries its row (2 * read + strand), edit
  * distance, contig, genome start and traceback operations (op_count of row h of ops,
@@ -47,7 +48,24 @@ inline uint put_reversed(__global char *out, uint at, __global const char *text,
     return at + n;
 }
 
-__kernel void sam_records(uint n_records, uint n_reads, uint write, __global const uint *record_base,
+/* A hit's contig, signed 1-based position, CIGAR and NM, as an XA tag lists it ("chr,+pos,CIGAR,NM;"). */
+inline uint put_xa_item(__global char *o, uint at, uint h, __global const uint *hit_row,
+                        __global const uint *hit_contig, __global const uint *contig_start,
+                        __global const uchar *ops, __global const uint *op_count, uint ops_width,
+                        __global const uint *start, __global const char *contig_names,
+                        __global const uint *contig_name_offset, bool put)
+{
+    uint c = hit_contig[h];
+    at = put_text(o, at, contig_names + contig_name_offset[c], contig_name_offset[c + 1] - contig_name_offset[c], put);
+    at = put_char(o, put_char(o, at, ',', put), (hit_row[h] & 1u) ? '-' : '+', put);
+    at = put_char(o, put_number(o, at, start[h] - contig_start[c] + 1u, put), ',', put);
+    __global const uchar *op = ops + (size_t)h * ops_width;
+    at = put_char(o, put_cigar(o, at, op, op_count[h], put), ',', put);
+    return put_char(o, put_number(o, at, edit_count(op, op_count[h]), put), ';', put);
+}
+
+__kernel void sam_records(uint n_records, uint n_reads, uint write, uint xa_hits,
+                          __global const uint *record_base,
                           __global const uint *hit_base, __global const uint *read_loci,
                           __global const char *names, __global const uint *name_offset,
                           __global const char *seqs, __global const uint *seq_offset,
@@ -108,7 +126,14 @@ __kernel void sam_records(uint n_records, uint n_reads, uint write, __global con
         at = put_number(o, at, hit_dist[h], put);
         at = put_number(o, put_literal(o, at, "\tHN:i:", put), read_loci[r], put);
     }
-    at = put_char(o, put_text(o, at, tail, tail_length, put), '\n', put);
+    at = put_text(o, at, tail, tail_length, put);
+    if (xa_hits > 1u && n_hits > 1u) {
+        at = put_literal(o, at, "\tXA:Z:", put);
+        for (uint other = hit_base[r] + 1u; other < hit_base[r] + min(n_hits, xa_hits); ++other)
+            at = put_xa_item(o, at, other, hit_row, hit_contig, contig_start, ops, op_count, ops_width, start,
+                             contig_names, contig_name_offset, put);
+    }
+    at = put_char(o, at, '\n', put);
     if (!put)
         length[i] = at;
 }

@@ -106,7 +106,7 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     from .mapper import Mapper
     from .params import default_max_errors
     from .reads import read_batches
-    from .sam import SamWriter, format_batch, kept_at_close, parse_read_group, sam_header
+    from .sam import SamWriter, kept_at_close, parse_read_group, sam_header
     from .sam_records import DeviceSamFormatter
 
     if args.max_hits < 1:
@@ -139,7 +139,7 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     k = args.max_errors if args.max_errors is not None else default_max_errors(first_length)
     log(f"index {index.path} ({ref.total_length:,} bases, {len(index.segments)} segment(s)); "
         f"k={k}; device {describe(device.device)}")
-    mapper = Mapper(index, device, k, args.max_hits, text_on_device=not args.xa, on_device=on_device)
+    mapper = Mapper(index, device, k, args.max_hits, text_on_device=True, on_device=on_device)
     if args.explain:
         print(explain(mapper, first_length), file=sys.stderr)
     header = sam_header(list(zip(ref.names, map(int, ref.lengths))), args.read_group,
@@ -148,21 +148,16 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     stats = mapper.stats
     progress = {"last": started}
     mappers = [mapper] + [mapper.on_lane(device.mapping_lane()) for _ in range(mapping_lanes(device, on_device) - 1)]
-    works = [_mapping_work(m, None if args.xa else DeviceSamFormatter(m.device, m.genome, ref.names, args.max_hits,
-                                                                      rg_id)) for m in mappers]
+    works = [_mapping_work(m, DeviceSamFormatter(m.device, m.genome, ref.names, args.max_hits, rg_id, args.xa))
+             for m in mappers]
     scratch = np.empty(0, np.uint8)  # the records of a batch read back, reused from batch to batch
 
-    def write(batch, mapped) -> None:
+    def write(batch, records) -> None:
         nonlocal scratch
-        if args.xa:
-            with stats.timing("format"):
-                mapped = format_batch(batch, *mapped, ref.names, args.max_hits, args.xa, rg_id)
         with stats.timing("write"):
-            if not args.xa:
-                if scratch.size < mapped.nbytes:
-                    scratch = np.empty(mapped.nbytes + mapped.nbytes // 4, np.uint8)
-                mapped = mapped.into(scratch)
-            out.write(mapped)
+            if scratch.size < records.nbytes:
+                scratch = np.empty(records.nbytes + records.nbytes // 4, np.uint8)
+            out.write(records.into(scratch))
         if time.time() - progress["last"] > PROGRESS_SECONDS:
             progress["last"] = time.time()
             reads = sum(m.stats.reads for m in mappers)
@@ -196,13 +191,11 @@ def mapping_lanes(device, on_device) -> int:
 
 
 def _mapping_work(mapper, formatter):
-    """The work of a mapping lane: a batch's hits, or with the formatter its SAM records,
-    formatted on the device and left there for the writing thread to read back."""
+    """The work of a mapping lane: a batch's SAM records, formatted on the device and left there
+    for the writing thread to read back."""
 
     def work(batch):
         hits, n_loci = mapper.map_batch(batch)
-        if formatter is None:
-            return hits, n_loci
         with mapper.stats.timing("format"):
             return formatter.format(hits, n_loci)
 

@@ -44,7 +44,8 @@ def patterns(params: IndexParams, strands: Strands, e: int, step: int) -> Iterat
             if np.any(seed_bases == N_CODE):
                 continue
             seed = int(np.sum(seed_bases.astype(np.int64) << (2 * np.arange(params.weight)[::-1])))
-            nb = np.where(read[o + params.span : o + params.width] == N_CODE, 0, read[o + params.span : o + params.width])
+            after = read[o + params.span : o + params.width]
+            nb = np.where(after == N_CODE, 0, after)
             key = int(np.sum(nb.astype(np.int64) << (2 * np.arange(params.ln)[::-1])))
             yield r, o, seed, np.array(neighbors(key, params.ln, e), dtype=np.uint32)
 

@@ -40,9 +40,10 @@ def fasta_copy(fastq: Path, path: Path, rng: np.random.Generator) -> Path:
 
 
 @pytest.mark.parametrize("fastq", [True, False])
-@pytest.mark.parametrize("max_hits, read_group", [(1, None), (3, "run1"), (100, None)])
+@pytest.mark.parametrize("max_hits, read_group, xa", [(1, None, False), (3, "run1", False), (100, None, False),
+                                                     (1, None, True), (3, "run1", True), (100, None, True)])
 def test_device_records_equal_format_batch(device, lambda_index, tmp_path, fastq: bool, max_hits: int,
-                                           read_group: str | None) -> None:
+                                           read_group: str | None, xa: bool) -> None:
     reads = DATA / "lambda_reads.fq.gz"
     if not fastq:
         reads = fasta_copy(reads, tmp_path / "reads.fa", np.random.default_rng(3))
@@ -53,13 +54,14 @@ def test_device_records_equal_format_batch(device, lambda_index, tmp_path, fastq
     hits, n_loci = on_host.map_batch(batch)
     device_hits, device_loci = on_device.map_batch(batch)
     assert isinstance(device_hits, DeviceHits) and np.array_equal(n_loci, device_loci)
-    want = format_batch(batch, hits, n_loci, names, max_hits, False, read_group)
-    formatter = DeviceSamFormatter(device, on_device.genome, names, max_hits, read_group)
+    want = format_batch(batch, hits, n_loci, names, max_hits, xa, read_group)
+    formatter = DeviceSamFormatter(device, on_device.genome, names, max_hits, read_group, xa)
     got = formatter.format(device_hits, device_loci).into()
     assert got.tobytes() == want
     records = want.decode().splitlines()
     assert sum(int(r.split("\t")[1]) & 16 != 0 for r in records) > 20  # reverse-strand records
     assert sum(int(r.split("\t")[1]) == 4 for r in records) > 20  # unmapped reads (N beyond k)
+    assert (sum("XA:Z:" in r for r in records) > 0) == (xa and max_hits > 1)
 
 
 def test_device_records_of_reads_without_hits(device, lambda_index, tmp_path) -> None:
