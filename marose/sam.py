@@ -325,10 +325,10 @@ class SamWriter:
             except OSError as e:
                 raise MaroseError(f"{self.path}: cannot write output ({e.strerror})") from None
             self._out = os.fdopen(fd, "wb", buffering=1 << 20)
+        try:
             if self.is_bam:  # the temporary file becomes the BAM; the SAM text goes to the converter
                 self._bam = _BamConverter(self._tmp, self._out, self.threads)
                 self._out = self._bam.stdin
-        try:
             self.write(header.encode("utf-8"))
         except BaseException:
             self.abort()
@@ -388,8 +388,9 @@ class SamWriter:
                 self._out.close()
         except OSError:
             pass  # the output is being dropped anyway
-        if self._tmp is not None:
-            _remove(self._tmp)
+        finally:
+            if self._tmp is not None:
+                _remove(self._tmp)
 
     def _flush_stdout(self) -> None:
         try:
@@ -434,15 +435,22 @@ class _BamConverter:
         return f"BAM conversion failed ({lines[-1] if lines else f'exit status {self._process.returncode}'})"
 
     def finish(self, path: str) -> None:
-        """Waits for the BAM to be written; MaroseError if the converter failed."""
+        """Waits for the BAM to be written; MaroseError if the converter failed. Interrupted
+        meanwhile (Ctrl-C, SIGTERM), it stops the converter, which would go on writing."""
         try:
-            self.stdin.close()
-        except BrokenPipeError:
-            pass  # the exit status says why
-        if self._process.wait() != 0:
+            try:
+                self.stdin.close()
+            except BrokenPipeError:
+                pass  # the exit status says why
+            status = self._process.wait()
+        except BaseException:
+            self.kill()
+            raise
+        if status != 0:
             raise MaroseError(f"{path}: {self.failure()}")
 
     def kill(self) -> None:
+        """Stops the converter at once and waits for it to end."""
         self._process.kill()
         self._process.wait()
         try:

@@ -1,0 +1,197 @@
+"""SIGTERM (kill, a batch scheduler) ends `marose map` and `marose-index` like Ctrl-C: one line
+on stderr, exit status 143 and nothing left behind, neither output nor temporary files."""
+
+import contextlib
+import gzip
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from conftest import DATA, LAMBDA
+from indexer import cli as index_cli
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = dict(os.environ, PYTHONPATH=ROOT)
+WAIT_SECONDS = 60  # for the run to get under way; it is ended well before
+
+
+@pytest.fixture(scope="module")
+def lambda_index(tmp_path_factory):
+    fasta = tmp_path_factory.mktemp("idx") / "lambda.fa.gz"
+    fasta.write_bytes(open(LAMBDA, "rb").read())
+    assert index_cli.main([str(fasta), "-q"]) == 0
+    return str(fasta) + ".marose"
+
+
+def start(module: str, *args) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", module, *map(str, args)], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT, env=ENV)
+
+
+def wait_for(proc: subprocess.Popen, ready) -> None:
+    """Polls ready() until it holds; fails if the process ends first or it takes too long."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not ready():
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline, "the run did not get under way"
+        time.sleep(0.05)
+
+
+def feed_forever(proc: subprocess.Popen) -> threading.Thread:
+    """Writes the bundled reads to the process's stdin over and over, so that the run cannot
+    finish, until the process ends."""
+    block = gzip.open(os.path.join(DATA, "lambda_reads.fq.gz")).read()
+
+    def feed() -> None:
+        try:
+            while True:
+                proc.stdin.write(block)
+        except (OSError, ValueError):  # the process ended
+            pass
+
+    thread = threading.Thread(target=feed, daemon=True)
+    thread.start()
+    return thread
+
+
+def terminate(proc: subprocess.Popen) -> tuple[int, str]:
+    """Sends SIGTERM; the exit status and stderr."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        status = proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    return status, proc.stderr.read().decode()
+
+
+def children(pid: int) -> dict[int, str]:
+    """The processes whose parent is pid, with their command lines."""
+    found = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                ppid = int(handle.read().rsplit(")", 1)[1].split()[1])  # after the name: state, ppid
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                command = handle.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # ended meanwhile
+            continue
+        if ppid == pid:
+            found[int(entry)] = command
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("name", ["out.sam", "out.bam"])
+def test_sigterm_ends_a_map_and_leaves_no_output(lambda_index, tmp_path, name):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    proc = start("marose.cli", "map", "-q", "-x", lambda_index, "-", "-k", "3", "--batch-size", "2000",
+                 "-o", folder / name)
+    feeder = feed_forever(proc)
+    try:
+        # records reached the temporary file: the run is mapping and writing
+        wait_for(proc, lambda: any(p.name.endswith(".tmp") and p.stat().st_size > 0 for p in folder.iterdir()))
+        converters = children(proc.pid)
+        if name.endswith(".bam"):  # samtools view, through pysam, writes the BAM
+            assert any("pysam" in command for command in converters.values()), converters
+        status, stderr = terminate(proc)
+    finally:
+        proc.kill()
+        with contextlib.suppress(OSError):  # reads left in its buffer, the process gone
+            proc.stdin.close()
+        feeder.join(timeout=10)
+    assert status == 128 + signal.SIGTERM, stderr
+    assert "marose: terminated; no output written" in stderr and "Traceback" not in stderr
+    assert list(folder.iterdir()) == []
+    assert not any(alive(pid) for pid in converters)
+
+
+def test_sigterm_ends_an_index_build_and_leaves_no_index(tmp_path):
+    # 20 contigs of 1 Mbp, one segment each: several seconds to build on 2 cores
+    rng = np.random.default_rng(5)
+    fasta = tmp_path / "g.fa"
+    with open(fasta, "wb") as handle:
+        for number in range(20):
+            handle.write(b">c%d\n" % number + np.frombuffer(b"ACGT", np.uint8)[rng.integers(0, 4, 1 << 20)].tobytes()
+                         + b"\n")
+    proc = start("indexer.cli", fasta, "--segment-size", 1 << 20, "-q")
+    try:
+        # the first segment is written: the build is under way
+        wait_for(proc, lambda: any(p.name.startswith("seg000.") for d in tmp_path.glob("g.fa.marose.tmp*")
+                                   for p in d.iterdir()))
+        status, stderr = terminate(proc)
+    finally:
+        proc.kill()
+        proc.stdin.close()
+    assert status == 128 + signal.SIGTERM, stderr
+    assert "marose-index: terminated; no index written" in stderr and "Traceback" not in stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["g.fa"]
+
+
+# An action that sends itself SIGTERM, then waits (boundedly) for it to be raised.
+SELF_TERM = """
+import os, signal, sys, time
+from marose.errors import Terminated, run_command
+
+def sigterm():
+    os.kill(os.getpid(), signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
+    print("not raised")
+"""
+
+
+def run_script(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", SELF_TERM + code], capture_output=True, text=True, cwd=ROOT,
+                          env=ENV, timeout=60)
+
+
+def test_a_second_sigterm_does_not_cut_the_cleanup_short():
+    result = run_script("""
+def action(log):
+    try:
+        sigterm()
+    finally:
+        os.kill(os.getpid(), signal.SIGTERM)  # delivered here, while the first one's cleanup runs
+        time.sleep(0.05)
+        print("cleaned up")
+
+status = run_command("prog", action, True, "nothing left")
+print("handler restored", signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
+sys.exit(status)
+""")
+    assert result.returncode == 143, result.stderr
+    assert result.stdout.split("\n") == ["cleaned up", "handler restored True", ""]
+    assert result.stderr == "prog: terminated; nothing left\n"
+
+
+def test_a_sigterm_after_one_that_was_swallowed_still_ends_the_run():
+    """A C extension may clear the exception of a signal handler that ran in its call back into
+    Python: the next SIGTERM raises again."""
+    result = run_script("""
+def action(log):
+    try:
+        sigterm()
+    except Terminated:  # as a C extension may do
+        print("swallowed")
+    sigterm()
+
+sys.exit(run_command("prog", action, True, "nothing left"))
+""")
+    assert result.returncode == 143, result.stderr
+    assert result.stdout == "swallowed\n"
+    assert result.stderr == "prog: terminated; nothing left\n"
