@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Which buffer operations of an OpenCL driver wait for the kernels queued before them.
 
-    scripts/release_probe.py [--device P:D] [--rounds N]
+    scripts/probes/release_probe.py [--device P:D] [--rounds N]
 
 A kernel that runs for a while (--rounds sets how long) is queued first; then one buffer
 operation is timed on the host, and then the wait for the queue to finish. An operation that
@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from marose.device import Device, describe  # noqa: E402
 
