@@ -24,7 +24,8 @@ from marose.regions import region_offsets
 # Blocks of 1 MB: the parser holds the interpreter lock while it splits and joins a block,
 # and the mapping thread, which needs the lock after each device call, waits that long. With
 # 1 MB blocks instead of 16 MB the first batch is ready sooner and setup was shorter on the
-# H100 machine (BENCHMARKS.md); parsing as a whole takes as long.
+# H100 machine (the eleventh round in BENCHMARKS.md's git history); parsing as a whole takes
+# as long.
 CHUNK_BYTES = 1 << 20
 GZIP_OUT_BYTES = 1 << 20  # the most one decompression call writes
 GZIP_STEP_BYTES = 256 << 10

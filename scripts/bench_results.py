@@ -2,8 +2,8 @@
 read set and read count, each with its command, date, commit and one row per tool.
 
 A run of scripts/bench replaces the entries of the sets it measured and keeps the others, so
-the file holds the latest measurement of each comparison. The plots (bench_plot.py) and the
-tables of BENCHMARKS.md are made from it.
+the file holds the latest measurement of each comparison. The plots (bench_plot.py) are drawn
+from it, and the tables of BENCHMARKS.md hold the same figures.
 
 An entry:
     {"device": "NVIDIA H100 80GB HBM3, 16-core Intel Xeon host", "genome": "athal_chr1",

@@ -7,7 +7,8 @@ A kernel that runs for a while (--rounds sets how long) is queued first; then on
 operation is timed on the host, and then the wait for the queue to finish. An operation that
 waits for the kernel takes about the kernel's time itself and leaves nothing to finish. On an
 NVIDIA H100 (driver 580), releasing a buffer that a queued kernel uses waited, and so did the
-first launch with a buffer made with COPY_HOST_PTR; see BENCHMARKS.md.
+first launch with a buffer made with COPY_HOST_PTR (the eleventh round in the git history of
+BENCHMARKS.md).
 """
 
 from __future__ import annotations
