@@ -26,8 +26,9 @@ def device_tag(device: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name).strip("-")[:32]
 
 
-def plot_entry(entry: dict, path: str) -> None:
-    """One figure: each tool that ran at (recall, reads/s), reads/s on a log scale."""
+def plot_entry(entry: dict, path: str) -> bool:
+    """One figure: each tool that ran at (recall, reads/s), reads/s on a log scale; False, and
+    no figure, when no tool ran."""
     import matplotlib
     import matplotlib.ticker
 
@@ -37,6 +38,8 @@ def plot_entry(entry: dict, path: str) -> None:
     rabema = has_rabema(entry)
     points = [(row["tool"], recall(row, rabema), row["reads_per_s"]) for row in entry["rows"]
               if row.get("reads_per_s") and recall(row, rabema) is not None]
+    if not points:
+        return False
     low = min(x for _, x, _ in points)
     left = 0.0 if low < 50 else max(0.0, low - (100.5 - low) * 0.25)
     fig, ax = plt.subplots(figsize=(7.5, 4.6), dpi=110)
@@ -65,16 +68,17 @@ def plot_entry(entry: dict, path: str) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+    return True
 
 
 def plot_all(entries: list[dict], out_dir: str) -> list[str]:
-    """A PNG per entry in out_dir; their paths."""
+    """A PNG per entry in which a tool ran, in out_dir; their paths."""
     os.makedirs(out_dir, exist_ok=True)
     paths = []
     for entry in entries:
         path = os.path.join(out_dir, file_name(entry))
-        plot_entry(entry, path)
-        paths.append(path)
+        if plot_entry(entry, path):
+            paths.append(path)
     return paths
 
 
