@@ -1,4 +1,4 @@
-/* A kernel that keeps the device busy for a set time, for scripts/release_probe.py. */
+/* A kernel that keeps the device busy for a set time, for scripts/probes/release_probe.py. */
 
 __kernel void spin(__global uint *x, uint rounds)
 {

@@ -14,13 +14,13 @@ from typing import Callable, Iterator
 
 from . import __version__, pipeline
 from .errors import MaroseError, run_command
+from .progress import Progress, final_text
 
 GPU_BATCH = 100_000
 CPU_BATCH = 25_000  # a CPU device maps a batch while the next is read and the last written
 FIRST_BATCH = CPU_BATCH  # read before the device is known
 DEFAULT_MAX_HITS = 100
 MAPPING_LANES = 2  # threads that map batches on a GPU (mapping_lanes)
-PROGRESS_SECONDS = 10.0
 
 
 def _map_parser(sub) -> None:
@@ -105,7 +105,7 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     from .lookup import DeviceIndex
     from .mapper import Mapper
     from .params import default_max_errors
-    from .reads import read_batches
+    from .reads import BytesRead, read_batches
     from .sam import SamWriter, kept_at_close, parse_read_group, sam_header
     from .sam_records import DeviceSamFormatter
 
@@ -125,7 +125,8 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     # the index loads and the first batch is read while the device opens in this thread (which
     # makes every OpenCL call); the device's batch size is asked for when the second batch is
     loading = _in_background(store.load, path, False)
-    batches = read_batches(args.reads, batch_sizes(args.batch_size, lambda: default_batch_size(device)))
+    bytes_read = BytesRead()
+    batches = read_batches(args.reads, batch_sizes(args.batch_size, lambda: default_batch_size(device)), bytes_read)
     reading = _in_background(next, batches)
     device = Device(args.device, profile=bool(args.stats), verbose=args.verbose)
     known_answer.ensure(device, ("map",), log)
@@ -146,7 +147,7 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
                         " ".join(shlex.quote(a) for a in ["marose", *sys.argv[1:]]), __version__)
     started = time.time()
     stats = mapper.stats
-    progress = {"last": started}
+    progress = Progress(log, sys.stderr if not args.quiet and sys.stderr.isatty() else None, bytes_read)
     mappers = [mapper] + [mapper.on_lane(device.mapping_lane()) for _ in range(mapping_lanes(device, on_device) - 1)]
     works = [_mapping_work(m, DeviceSamFormatter(m.device, m.genome, ref.names, args.max_hits, rg_id, args.xa))
              for m in mappers]
@@ -158,10 +159,7 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
             if scratch.size < records.nbytes:
                 scratch = np.empty(records.nbytes + records.nbytes // 4, np.uint8)
             out.write(records.into(scratch))
-        if time.time() - progress["last"] > PROGRESS_SECONDS:
-            progress["last"] = time.time()
-            reads = sum(m.stats.reads for m in mappers)
-            log(f"{reads:,} reads, {reads / (progress['last'] - started):,.0f} reads/s")
+        progress.update(sum(m.stats.reads for m in mappers))
 
     if not kept_at_close(args.output):  # output that cannot be taken back waits for the check
         checked.result()
@@ -169,6 +167,7 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
         try:
             pipeline.run(_timed(itertools.chain([first], batches), stats, device), works, write)
         finally:
+            progress.clear()
             checked.result()  # a corrupted index is the error to report, whatever else failed
         with stats.timing("write"):
             out.close()
@@ -291,7 +290,7 @@ def explain(mapper, read_length: int) -> str:
 
 def summary(stats, seconds: float, log) -> None:
     log(f"{stats.reads:,} reads, {stats.mapped:,} mapped ({stats.unique:,} to one locus), "
-        f"{stats.loci:,} loci, {stats.reads / max(seconds, 1e-9):,.0f} reads/s")
+        f"{stats.loci:,} loci, {final_text(stats.reads, seconds)}")
     if stats.too_short:
         log(f"{stats.too_short:,} reads shorter than one index pattern were written unmapped")
     if stats.substitutions_only:

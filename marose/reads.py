@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import collections
 import itertools
+import os
 import queue
+import stat
 import sys
 import threading
 import zlib
@@ -22,7 +24,8 @@ from marose.regions import region_offsets
 # Blocks of 1 MB: the parser holds the interpreter lock while it splits and joins a block,
 # and the mapping thread, which needs the lock after each device call, waits that long. With
 # 1 MB blocks instead of 16 MB the first batch is ready sooner and setup was shorter on the
-# H100 machine (BENCHMARKS.md); parsing as a whole takes as long.
+# H100 machine (the eleventh round in BENCHMARKS.md's git history); parsing as a whole takes
+# as long.
 CHUNK_BYTES = 1 << 20
 GZIP_OUT_BYTES = 1 << 20  # the most one decompression call writes
 GZIP_STEP_BYTES = 256 << 10
@@ -34,6 +37,7 @@ _QUAL_MIN, _QUAL_MAX = 33, 126
 # dna.encode as a bytes.translate table, which converts several times faster.
 _CODES = dna.encode(bytes(range(256))).tobytes()
 _Text = TypeVar("_Text", bytes, str)
+_Item = TypeVar("_Item")
 
 
 def pack_texts(texts: Sequence[bytes] | Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -245,7 +249,25 @@ def _joined_texts(texts: list[np.ndarray], offsets: list[np.ndarray]) -> tuple[n
     return np.concatenate([t[:end] for t, end in zip(texts, ends)]), joined_offsets.astype(np.uint32)
 
 
-def read_batches(path: str, batch_size: int | Iterable[int]) -> Iterator[ReadBatch]:
+@dataclass
+class BytesRead:
+    """How far the input has been parsed: bytes of the file whose text reached the parser
+    (compressed bytes for gzip), the records parsed from them, and the file's size (None for
+    stdin or anything else whose size is not known)."""
+    done: int = 0
+    reads: int = 0
+    total: int | None = None
+
+    def share(self, reads: int) -> float | None:
+        """The share of the input that its first `reads` reads take, from the bytes a read
+        took so far; None while that is not known."""
+        if not self.total or not self.reads:
+            return None
+        return min(reads * self.done / (self.reads * self.total), 1.0)
+
+
+def read_batches(path: str, batch_size: int | Iterable[int],
+                 bytes_read: BytesRead | None = None) -> Iterator[ReadBatch]:
     """Reads of a FASTQ or FASTA file ('-' for stdin, plain or gzip) in batches.
 
     The format comes from the first byte ('@' FASTQ, '>' FASTA) and gzip from the
@@ -254,17 +276,21 @@ def read_batches(path: str, batch_size: int | Iterable[int]) -> Iterator[ReadBat
     Raises MaroseError naming the file (and record) for unreadable or bad input. FASTQ batches
     hold the text as read, unchecked but for a record cut short at the end of the input: their
     records are checked when the batch is packed (ReadBatch.packed, or on a device).
+    bytes_read, when given, counts the bytes and records parsed as the input is read (ahead of
+    the batches handed out) and gets the file's size.
     """
     sizes = itertools.repeat(batch_size) if isinstance(batch_size, int) else iter(batch_size)
     size = _checked_size(next(sizes))
+    bytes_read = bytes_read or BytesRead()
     label = "stdin" if path == "-" else path
     pending: collections.deque[Chunk] = collections.deque()
     start = 0  # reads of pending[0] already in batches
     count = emitted = 0  # reads pending, reads in batches
     try:
-        for chunk in _parse(path, label):
+        for chunk in _parse(path, label, bytes_read):
             pending.append(chunk)
             count += len(chunk)
+            bytes_read.reads = emitted + count
             while count >= size:
                 parts, start = _taken(pending, start, size)
                 yield _batch(parts, emitted)
@@ -315,10 +341,11 @@ def _checked_size(size: int) -> int:
     return size
 
 
-def _parse(path: str, label: str) -> Iterator[PackedReads]:
+def _parse(path: str, label: str, bytes_read: BytesRead) -> Iterator[PackedReads]:
     """The input's records, checked and packed, a block of whole records at a time."""
     stream = _open(path, label)
-    data = _text_chunks(stream, label)
+    bytes_read.total = _regular_file_size(stream)
+    data = _text_chunks(stream, label, bytes_read)
     try:
         first = b""
         for first in data:
@@ -354,6 +381,15 @@ def _open(path: str, label: str) -> BinaryIO:
         raise MaroseError(f"{label}: cannot open ({e.strerror})") from None
 
 
+def _regular_file_size(stream: BinaryIO) -> int | None:
+    """Size of the file behind stream, None for a pipe, a terminal or another stream."""
+    try:
+        info = os.fstat(stream.fileno())
+    except (OSError, ValueError, AttributeError):
+        return None
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
+
+
 def _raw_chunks(stream: BinaryIO, label: str, size: int) -> Iterator[bytes]:
     while True:
         try:
@@ -365,31 +401,34 @@ def _raw_chunks(stream: BinaryIO, label: str, size: int) -> Iterator[bytes]:
         yield block
 
 
-def _text_chunks(stream: BinaryIO, label: str) -> Generator[bytes, None, None]:
-    """Uncompressed bytes of the input, gunzipped when it starts with gzip magic."""
+def _text_chunks(stream: BinaryIO, label: str, bytes_read: BytesRead) -> Generator[bytes, None, None]:
+    """Uncompressed bytes of the input, gunzipped when it starts with gzip magic; bytes_read.done
+    counts the file's bytes behind the text handed out."""
+    raw = _raw_chunks(stream, label, CHUNK_BYTES)
     first = b""
-    for block in _raw_chunks(stream, label, CHUNK_BYTES):
+    for block in raw:
         first += block
         if len(first) >= len(_GZIP_MAGIC):
             break
-    rest = _raw_chunks(stream, label, CHUNK_BYTES)
     if first[:2] != _GZIP_MAGIC:
-        if first:
-            yield first
-        yield from rest
+        for block in itertools.chain([first] if first else [], raw):
+            bytes_read.done += len(block)
+            yield block
         return
-    yield from _in_thread(_gunzip(itertools.chain([first], rest), label))
+    for text, consumed in _in_thread(_gunzip(itertools.chain([first], raw), label)):
+        bytes_read.done = consumed
+        yield text
 
 
-def _in_thread(chunks: Iterator[bytes], depth: int = 4) -> Generator[bytes, None, None]:
+def _in_thread(chunks: Iterator[_Item], depth: int = 4) -> Generator[_Item, None, None]:
     """The items of chunks, produced by a helper thread.
 
     zlib releases the GIL while it inflates, so decompression overlaps parsing.
     """
-    items: queue.Queue[tuple[bytes | None, BaseException | None]] = queue.Queue(depth)
+    items: queue.Queue[tuple[_Item | None, BaseException | None]] = queue.Queue(depth)
     stop = threading.Event()
 
-    def put(item: tuple[bytes | None, BaseException | None]) -> bool:
+    def put(item: tuple[_Item | None, BaseException | None]) -> bool:
         while not stop.is_set():
             try:
                 items.put(item, timeout=0.05)
@@ -423,16 +462,17 @@ def _in_thread(chunks: Iterator[bytes], depth: int = 4) -> Generator[bytes, None
         worker.join()
 
 
-def _gunzip(raw: Iterator[bytes], label: str) -> Iterator[bytes]:
+def _gunzip(raw: Iterator[bytes], label: str) -> Iterator[tuple[bytes, int]]:
     """Decompress concatenated gzip members (plain gzip and BGZF alike).
 
-    Output comes in blocks of about CHUNK_BYTES, however small the members are.
+    Output comes in blocks of about CHUNK_BYTES, however small the members are, each with the
+    compressed bytes consumed up to its end.
     """
     inflater = zlib.decompressobj(wbits=31)
     in_member = False
     multi_member = False
     ready: list[bytes] = []
-    size = 0
+    size = consumed = 0
     try:
         for piece in raw:
             view = memoryview(piece)
@@ -457,14 +497,15 @@ def _gunzip(raw: Iterator[bytes], label: str) -> Iterator[bytes]:
                 ready.append(out)
                 size += len(out)
                 if size >= CHUNK_BYTES:
-                    yield b"".join(ready)
+                    yield b"".join(ready), consumed + offset
                     ready, size = [], 0
+            consumed += len(piece)
         ready.append(inflater.flush())
     except zlib.error as e:
         raise MaroseError(f"{label}: corrupt gzip data ({e})") from None
     rest = b"".join(ready)
     if rest:
-        yield rest
+        yield rest, consumed
     if in_member and not inflater.eof:
         raise MaroseError(f"{label}: truncated gzip data (unexpected end of file)")
 

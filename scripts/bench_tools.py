@@ -49,6 +49,16 @@ class Measured:
     size: int = 0  # bytes of the index a build wrote
     commands: list[str] = field(default_factory=list)
     reused: bool = False  # measured by an earlier run (scripts/bench --reuse-index)
+    why: str = ""  # why it failed: the exit status and the last line the command wrote to the log
+
+
+def _last_line(log_path: str, start: int) -> str:
+    """': ' and the last non-empty line written to the log from byte start on, if any."""
+    with open(log_path, "rb") as f:
+        f.seek(start)
+        lines = [line.strip() for line in f.read()[-4096:].decode(errors="replace").splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith(("Command exited with non-zero status", "\t"))]
+    return f": {lines[-1][:200]}" if lines else ""
 
 
 def _quote(arg: str) -> str:
@@ -90,12 +100,14 @@ class Runner:
                 result.commands.append(step.text())
                 log.write(f"$ {step.text()}\n")
                 log.flush()
+                start = log.tell()
                 wall, peak, rc = self._measure(step, log)
                 result.wall += wall
                 result.peak_mib = max(result.peak_mib, peak)
                 if rc != 0:
-                    log.write(f"exit status {rc}\n")
                     result.ok = False
+                    result.why = f"{os.path.basename(step.argv[0])}: exit status {rc}" + _last_line(log_path, start)
+                    log.write(f"exit status {rc}\n")
                     break
         return result
 

@@ -6,7 +6,8 @@ their bytecode is missing or stale, as `pip install` does when it installs them.
 
 Run before timing marose. A machine that sets PYTHONDONTWRITEBYTECODE and holds packages
 installed without bytecode compiles them from source in every run: the H100 machine's numpy
-took 0.40-0.50 s to import with pyopencl there, 0.15-0.25 s once compiled (BENCHMARKS.md).
+took 0.40-0.50 s to import with pyopencl there, 0.15-0.25 s once compiled (the fourteenth round
+in the git history of BENCHMARKS.md).
 """
 
 from __future__ import annotations

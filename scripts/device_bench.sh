@@ -9,8 +9,11 @@
 #   scripts/device_bench.sh DATA_DIR
 #
 # DATA_DIR holds arabidopsis_3sp.fa.gz (scripts/fetch_genomes.sh --big) and the reads
-# chr1_h3_100k.fq.gz, chr1_100bp_100k.fq.gz and a3sp_h3_460544.fq.gz (scripts/simulate_reads.py,
-# gzipped; BENCHMARKS.md gives the commands).
+# chr1_h3_100k.fq.gz, chr1_100bp_100k.fq.gz and a3sp_h3_460544.fq.gz, made by
+#   scripts/simulate_reads.py athal_chr1.fa chr1_h3_100k.fq --n 100000 --length 40 --subs 3 --seed 1
+#   scripts/simulate_reads.py athal_chr1.fa chr1_100bp_100k.fq --n 100000 --length 100 --max-edits 4 --seed 2
+#   scripts/simulate_reads.py arabidopsis_3sp.fa a3sp_h3_460544.fq --n 460544 --length 40 --subs 3 --seed 1
+# and gzipped.
 set -euo pipefail
 data=${1:?data directory}
 out=${OUT:-/tmp/marose-out}

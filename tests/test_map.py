@@ -2,6 +2,7 @@
 
 import gzip
 import os
+import re
 import subprocess
 import sys
 
@@ -381,6 +382,8 @@ def test_the_command_ends_with_all_of_its_output_written(lambda_index, tmp_path)
     records = [line.split(b"\t") for line in result.stdout.splitlines() if not line.startswith(b"@")]
     assert len([r for r in records if not int(r[1]) & 256]) == 50
     assert result.stdout.endswith(b"\n") and b"50 reads, 50 mapped" in result.stderr
+    assert re.search(rb"50 reads, 50 mapped .* reads/s, \d+\.\d s\n", result.stderr)  # rate and elapsed time
+    assert b"\r" not in result.stderr  # no live progress line off a terminal
     assert json.load(open(tmp_path / "s.json"))["reads"] == 50
 
 

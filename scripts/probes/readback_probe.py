@@ -4,7 +4,7 @@ copy faults in), into one already used, and into pinned memory (a mapped ALLOC_H
 then the host copies out of pinned memory. Three repeats each, on the first device pyopencl
 offers (PYOPENCL_CTX chooses another).
 
-    scripts/readback_probe.py [MEGABYTES]
+    scripts/probes/readback_probe.py [MEGABYTES]
 """
 
 from __future__ import annotations

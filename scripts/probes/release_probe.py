@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Which buffer operations of an OpenCL driver wait for the kernels queued before them.
 
-    scripts/release_probe.py [--device P:D] [--rounds N]
+    scripts/probes/release_probe.py [--device P:D] [--rounds N]
 
 A kernel that runs for a while (--rounds sets how long) is queued first; then one buffer
 operation is timed on the host, and then the wait for the queue to finish. An operation that
 waits for the kernel takes about the kernel's time itself and leaves nothing to finish. On an
 NVIDIA H100 (driver 580), releasing a buffer that a queued kernel uses waited, and so did the
-first launch with a buffer made with COPY_HOST_PTR; see BENCHMARKS.md.
+first launch with a buffer made with COPY_HOST_PTR (the eleventh round in the git history of
+BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from marose.device import Device, describe  # noqa: E402
 

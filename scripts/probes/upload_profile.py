@@ -2,7 +2,7 @@
 """How fast an index reaches the device: Device.upload of every segment table and the packed
 genome, copied straight from the mapped index files and through the pinned staging buffers.
 
-    scripts/upload_profile.py INDEX [INDEX ...] [--runs N] [--device SPEC]
+    scripts/probes/upload_profile.py INDEX [INDEX ...] [--runs N] [--device SPEC]
 
 Prints Markdown: seconds (the queue finished) and GB/s of each way, best of N runs.
 """
@@ -14,7 +14,7 @@ import os
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What a `marose map` process pays before its setup and after its last write, on one device.
 
-    scripts/lifetime_probe.py [--device P:D] [--mib N] [--runs R]
+    scripts/probes/lifetime_probe.py [--device P:D] [--mib N] [--runs R]
 
 Each step runs in a fresh child interpreter, R times, and prints its seconds:
 
