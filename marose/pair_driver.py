@@ -1,0 +1,114 @@
+"""The paired-end run: pairs of mates read, each mate mapped as a single read, pairs formed, SAM/BAM written."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shlex
+import sys
+import time
+
+from . import __version__, pipeline
+from .pairs import LEARN_PAIRS, PairCounts, given_insert, learned_insert, pair_batch
+
+
+def run_pairs(args, log) -> None:
+    """Maps the pairs of args.reads (two files, or one with args.interleaved) as cli.run_map
+    maps single reads; args holds map's options, checked."""
+    from indexer import store
+
+    from . import known_answer
+    from .cli import (_in_background, batch_sizes, default_batch_size, explain, find_index, mapping_lanes, summary,
+                      write_stats)
+    from .device import Device, describe
+    from .lookup import DeviceIndex
+    from .mapper import Mapper
+    from .mates import read_pairs
+    from .params import default_max_errors
+    from .sam import SamWriter, kept_at_close, parse_read_group, sam_header
+
+    insert = given_insert(args.insert_size) if args.insert_size else None
+    rg_id = parse_read_group(args.read_group)[1] if args.read_group else None
+    index = store.load(find_index(args.index), False)
+    checked = _in_background(store.check_checksums, index)
+    device = Device(args.device, profile=bool(args.stats), verbose=args.verbose)
+    known_answer.ensure(device, ("map",), log)
+    sizes = batch_sizes(args.batch_size, lambda: max(1, default_batch_size(device) // 2))
+    batches = read_pairs(args.reads, args.interleaved, sizes)
+    first = next(batches)
+    ref = index.reference
+    k = args.max_errors if args.max_errors is not None else default_max_errors(first.first_length())
+    log(f"index {index.path} ({ref.total_length:,} bases, {len(index.segments)} segment(s)); k={k}; "
+        f"device {describe(device.device)}; paired-end")
+    # every locus of each mate is kept: the primary pair is chosen among them all
+    mapper = Mapper(index, device, k, None, on_device=DeviceIndex(index, device))
+    if args.explain:
+        print(explain(mapper, first.first_length()) + "\nthe guarantee holds for each mate", file=sys.stderr)
+    started = time.time()
+    mapped = []  # batches mapped ahead, to learn the insert size from
+    if insert is None:
+        for batch in itertools.chain([first], batches):
+            batch.prepare()
+            mapped.append((batch, mapper.map_batch(batch.reads)))
+            if sum(len(b) for b, _ in mapped) >= LEARN_PAIRS:
+                break
+        insert = learned_insert(mapped, log)
+        source = itertools.chain(mapped, ((b, None) for b in batches))
+    else:
+        log(insert.describe())
+        source = ((b, None) for b in itertools.chain([first], batches))
+    mappers = [mapper] + [mapper.on_lane(device.mapping_lane())
+                          for _ in range(mapping_lanes(device, mapper.on_device) - 1)]
+    counts = [PairCounts() for _ in mappers]
+
+    def lane_work(lane: int):
+        lane_mapper = mappers[lane]
+
+        def work(item):
+            batch, done = item
+            hits, n_loci = done if done is not None else lane_mapper.map_batch(batch.reads)
+            with lane_mapper.stats.timing("format"):
+                text, batch_counts = pair_batch(batch, hits, n_loci, insert, ref.offsets, ref.names, args.max_hits,
+                                                args.xa, rg_id)
+            counts[lane].add(batch_counts)
+            return text
+
+        return work
+
+    header = sam_header(list(zip(ref.names, map(int, ref.lengths))), args.read_group,
+                        " ".join(shlex.quote(a) for a in ["marose", *sys.argv[1:]]), __version__)
+    if not kept_at_close(args.output):
+        checked.result()
+    with SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1) as out:
+        try:
+            pipeline.run(_prepared(source, mapper.stats), [lane_work(i) for i in range(len(mappers))],
+                         lambda item, text: out.write(text))
+        finally:
+            checked.result()
+        out.close()
+    stats = mapper.stats
+    for lane in mappers[1:]:
+        stats.add(lane.stats)
+    total = PairCounts()
+    for c in counts:
+        total.add(c)
+    elapsed = time.time() - started
+    summary(stats, elapsed, log)
+    log(f"{total.pairs:,} pairs, {total.both_mapped:,} with both mates mapped, {total.proper:,} properly paired "
+        f"({total.proper / max(total.pairs, 1):.2%}), {total.rescued:,} by mate rescue; "
+        f"{total.pairs / max(elapsed, 1e-9):,.0f} pairs/s")
+    if args.stats:
+        write_stats(args.stats, stats, elapsed, 0.0, device)
+
+
+def _prepared(items, stats):
+    """The (batch, mapped or None) items with each batch's reads packed, counted as 'parse'."""
+    items = iter(items)
+    while True:
+        with stats.timing("parse"):
+            item = next(items, None)
+            if item is not None:
+                item[0].prepare()
+        if item is None:
+            return
+        yield item
