@@ -9,7 +9,8 @@ import sys
 import time
 
 from . import __version__, pipeline
-from .pairs import LEARN_PAIRS, PairCounts, given_insert, learned_insert, pair_batch
+from . import pairs
+from .pairs import PairCounts, given_insert, learned_insert, pair_batch
 
 
 def run_pairs(args, log) -> None:
@@ -50,7 +51,7 @@ def run_pairs(args, log) -> None:
         for batch in itertools.chain([first], batches):
             batch.prepare()
             mapped.append((batch, mapper.map_batch(batch.reads)))
-            if sum(len(b) for b, _ in mapped) >= LEARN_PAIRS:
+            if sum(len(b) for b, _ in mapped) >= pairs.LEARN_PAIRS:
                 break
         insert = learned_insert(mapped, log)
         source = itertools.chain(mapped, ((b, None) for b in batches))

@@ -208,9 +208,8 @@ def proper_combinations(mate1: MateLoci, mate2: MateLoci, insert: InsertSize,
 
 def mate_mapq(mate: MateLoci, primary: np.ndarray, pairing: Pairing) -> np.ndarray:
     """MAPQ of each pair's primary record of one mate (see the module docstring)."""
-    within = ~mate.rescued
     own = primary_mapq(mate.count, np.maximum(mate.n_loci, mate.count), mate.dist, mate.first)
-    best = (primary >= 0) & (primary == mate.first) & within[np.maximum(primary, 0)]
+    best = (primary >= 0) & (primary == mate.first) & (_at(mate.rescued, primary, 1) == 0)
     return np.where(pairing.proper, np.maximum(pairing.pair_mapq, np.where(best, own, 0)), own)
 
 
@@ -243,8 +242,7 @@ def pair_records(batch: PairBatch, hits: Hits, n_loci: np.ndarray, mate1: MateLo
     names = _pair_names(batch)
     text = format_records(batch.reads, names, hits, n_loci, records, contig_names, read_group_id)
     both = (pairing.primary1 >= 0) & (pairing.primary2 >= 0)
-    rescued = (mate1.rescued[np.maximum(pairing.primary1, 0)] & (pairing.primary1 >= 0)) | \
-              (mate2.rescued[np.maximum(pairing.primary2, 0)] & (pairing.primary2 >= 0))
+    rescued = (_at(mate1.rescued, pairing.primary1, 0) == 1) | (_at(mate2.rescued, pairing.primary2, 0) == 1)
     return text, PairCounts(len(batch), int(pairing.proper.sum()), int(both.sum()), int(rescued.sum()))
 
 
@@ -279,6 +277,7 @@ def _mate_records(own: MateLoci, primary: np.ndarray, other: MateLoci, other_pri
     same = has & mate_has & (contig == mate_contig)
     tlen = np.where(same, _at(other.five, other_primary) - _at(own.five, primary), 0)
     tags = _objects([b""] * n)
+    tags[has & ~mate_has] = b"\tMC:Z:*"  # as samtools fixmate writes it
     if mate_has.any():
         tags[mate_has] = b"\tMC:Z:" + _column(hits.cigar, other.hit[other_primary[mate_has]])
     mapq = mate_mapq(own, primary, pairing)
@@ -297,8 +296,10 @@ def _mate_records(own: MateLoci, primary: np.ndarray, other: MateLoci, other_pri
         reordered = Hits(own.pair[order], own.strand[order], own.contig[order], own.pos[order], own.dist[order],
                          _column(hits.cigar, own.hit[order]), [], np.asarray(hits.nm)[own.hit[order]])
         record_tags = record_tags + _xa_tags(reordered, own.pair[order], rank, max_hits, contig_names, n)[pair]
-    mapped = Records(reads[pair], own.hit[kept], flags[pair] | REVERSE * own.strand[kept]
-                     | np.where(first_record, 0, SECONDARY), own.contig[kept], own.pos[kept],
+    # a secondary record is no part of the proper pair
+    kept_flags = np.where(first_record, flags[pair], (flags[pair] & ~PROPER) | SECONDARY)
+    mapped = Records(reads[pair], own.hit[kept], kept_flags | REVERSE * own.strand[kept], own.contig[kept],
+                     own.pos[kept],
                      np.where(first_record, mapq[pair], MAPQ_SECONDARY), mate_contig[pair], mate_pos[pair],
                      np.where(first_record, tlen[pair], 0), record_tags)
     lone = np.flatnonzero(~has)
