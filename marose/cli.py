@@ -47,6 +47,9 @@ def _map_parser(sub) -> None:
     p.add_argument("-I", "--insert-size", metavar="MEAN,SD",
                    help="paired-end insert size (orientation FR); default: learned from the first "
                         "10,000 pairs (median and MAD of the pairs whose mates map to one locus each)")
+    p.add_argument("--rescue-errors", type=int, metavar="N",
+                   help="paired-end: edits allowed to a mate found by mate rescue, searched for near its partner "
+                        "when the pair has no proper pair (default 2k; 0: no rescue)")
     p.add_argument("-R", "--read-group", help="read group header line, e.g. '@RG\\tID:run1\\tSM:sample1'")
     p.add_argument("--device", help="OpenCL device, as 'P:D' (see `marose devices`) or part of its name; "
                                     "PYOPENCL_CTX is honoured; default: a GPU if there is one")
@@ -202,6 +205,8 @@ def check_map_options(args) -> None:
         raise MaroseError(f"--max-errors {args.max_errors}: use 0..64")
     if len(args.reads) > 2 or (args.interleaved and len(args.reads) != 1):
         raise MaroseError("give one read file, two for paired-end reads, or one with --interleaved")
+    if args.rescue_errors is not None and not 0 <= args.rescue_errors <= 64:
+        raise MaroseError(f"--rescue-errors {args.rescue_errors}: use 0..64")
     if args.insert_size and len(args.reads) != 2 and not args.interleaved:
         raise MaroseError("-I is for paired-end reads: give two read files, or one with --interleaved")
     if len(args.reads) == 2 and args.reads.count("-") == 2:

@@ -10,7 +10,7 @@ import time
 
 from . import __version__, pipeline
 from . import pairs
-from .pairs import PairCounts, given_insert, learned_insert, pair_batch
+from .pairs import MateRescue, PairCounts, given_insert, learned_insert, pair_batch
 
 
 def run_pairs(args, log) -> None:
@@ -39,8 +39,9 @@ def run_pairs(args, log) -> None:
     first = next(batches)
     ref = index.reference
     k = args.max_errors if args.max_errors is not None else default_max_errors(first.first_length())
+    budget = 2 * k if args.rescue_errors is None else args.rescue_errors
     log(f"index {index.path} ({ref.total_length:,} bases, {len(index.segments)} segment(s)); k={k}; "
-        f"device {describe(device.device)}; paired-end")
+        f"device {describe(device.device)}; paired-end, mate rescue " + (f"within {budget} edits" if budget else "off"))
     # every locus of each mate is kept: the primary pair is chosen among them all
     mapper = Mapper(index, device, k, None, on_device=DeviceIndex(index, device))
     if args.explain:
@@ -64,13 +65,14 @@ def run_pairs(args, log) -> None:
 
     def lane_work(lane: int):
         lane_mapper = mappers[lane]
+        rescue = MateRescue(lane_mapper, budget) if budget else None
 
         def work(item):
             batch, done = item
             hits, n_loci = done if done is not None else lane_mapper.map_batch(batch.reads)
             with lane_mapper.stats.timing("format"):
                 text, batch_counts = pair_batch(batch, hits, n_loci, insert, ref.offsets, ref.names, args.max_hits,
-                                                args.xa, rg_id)
+                                                args.xa, rg_id, rescue)
             counts[lane].add(batch_counts)
             return text
 

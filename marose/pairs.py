@@ -29,6 +29,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .dna import reverse_complement
 from .errors import MaroseError
 from .mates import PairBatch
 from .sam import Hits, MAPQ_SECONDARY, Records, _column, _objects, _xa_tags, format_records, primary_mapq
@@ -343,9 +344,199 @@ def learned_insert(mapped: list, log) -> InsertSize | None:
 
 def pair_batch(batch: PairBatch, hits: Hits, n_loci: np.ndarray, insert: InsertSize | None,
                genome_offsets: np.ndarray, contig_names: Sequence[str], max_hits: int, xa: bool,
-               read_group_id: str | None) -> tuple[bytes, PairCounts]:
+               read_group_id: str | None, rescue: "MateRescue | None" = None) -> tuple[bytes, PairCounts]:
     """A mapped batch of pairs (every locus of every mate in hits, by read, best first) as SAM
-    text, and its counts."""
+    text, and its counts; with rescue, pairs without a proper pair get mate rescue."""
     mate1, mate2 = mate_loci(hits, n_loci, batch.mate1), mate_loci(hits, n_loci, batch.mate2)
     pairing = pair_mates(mate1, mate2, insert, genome_offsets)
+    if rescue is not None and insert is not None and not pairing.proper.all():
+        hits, mate1, mate2 = rescued_mates(batch, hits, mate1, mate2, pairing, insert, rescue, genome_offsets)
+        pairing = pair_mates(mate1, mate2, insert, genome_offsets)
     return pair_records(batch, hits, n_loci, mate1, mate2, pairing, contig_names, max_hits, xa, read_group_id)
+
+
+RESCUE_ANCHORS = 8  # loci of a mate (its best) near which its partner is searched for
+
+
+@dataclass
+class RescueTasks:
+    """Windows to search for mates: task t looks for the mate at read[t] on strand strand[t]
+    (or both, strand -1), near anchor[t] (a locus of the other mate), for the pair pair[t] and
+    the mate `target` of the pair (1 or 2); its alignments may start in [first[t], last[t]]."""
+
+    pair: np.ndarray
+    read: np.ndarray
+    strand: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    anchor: np.ndarray
+    limit: np.ndarray  # the end of the anchor's contig (global), which no candidate passes
+
+
+def rescue_tasks(anchors: MateLoci, reads: np.ndarray, pairing: Pairing, insert: InsertSize,
+                 read_length: np.ndarray, budget: int, contig_bounds: np.ndarray) -> RescueTasks:
+    """A task for each of up to RESCUE_ANCHORS best loci of the anchoring mate in pairs without a
+    proper pair: where the partner (the read at reads[pair], read_length long) must lie to be
+    proper with it, as global genome starts of its alignment, and on which strand."""
+    take = np.flatnonzero(~pairing.proper[anchors.pair] & (anchors.rank < RESCUE_ANCHORS))
+    pair, five = anchors.pair[take], anchors.five[take]
+    leads = five + insert.low, five + insert.high  # partner's 5' end after the anchor's
+    trails = five - insert.high, five - insert.low  # ... or before it
+    forward = anchors.strand[take] == 0
+    # FR: a forward anchor leads a reverse partner; RF: a reverse anchor leads a forward one
+    if insert.orientation == 2:
+        strand, low, high = anchors.strand[take], trails[0], leads[1]
+    else:
+        anchor_leads = forward if insert.orientation == 0 else ~forward
+        strand = 1 - anchors.strand[take]
+        low, high = np.where(anchor_leads, leads[0], trails[0]), np.where(anchor_leads, leads[1], trails[1])
+    length = read_length[reads[pair]]
+    # a forward partner starts at its 5' end; a reverse one ends just before it, L - budget .. L + budget long
+    first = np.where(strand == 0, low, low - length - budget) - budget - 1
+    last = np.where(strand == 0, high, high - length + budget) + budget + 1
+    contig = anchors.contig[take]
+    start, end = contig_bounds[contig], contig_bounds[contig + 1]
+    first, last = np.maximum(first + start, start), np.minimum(last + start, end - 1)
+    keep = first <= last
+    return RescueTasks(pair[keep], reads[pair][keep], strand[keep], first[keep], last[keep], take[keep],
+                       end[keep])
+
+
+class MateRescue:
+    """Searches insert windows for mates with a wider budget (the extend kernels on the device)."""
+
+    def __init__(self, mapper, budget: int):
+        self.mapper = mapper
+        self.budget = budget
+
+    def find(self, batch: PairBatch, tasks: RescueTasks) -> Hits:
+        """Every locus within the budget of each task's read and strand whose alignment starts in
+        its window: Hits whose read is the task's index, with end set."""
+        from . import extend
+        from .filter import DeviceCandidates
+
+        m, kb = self.mapper, self.budget
+        device = m.device
+        codes, lengths = batch.reads.codes()
+        n = tasks.pair.size
+        rows = [None] * (2 * n)
+        for t, (r, length) in enumerate(zip(tasks.read.tolist(), lengths[tasks.read].tolist())):
+            rows[2 * t] = codes[r, :length]
+            rows[2 * t + 1] = reverse_complement(codes[r, :length])
+        reads = extend.upload_reads(device, rows)
+        # a candidate p covers alignments starting in [p - kb, p]: one every kb + 1 positions
+        per_task = (tasks.last - tasks.first) // (kb + 1) + 1
+        row = 2 * np.repeat(np.arange(n), per_task) + np.repeat(np.maximum(tasks.strand, 0), per_task)
+        within = np.arange(int(per_task.sum())) - np.repeat(np.cumsum(per_task) - per_task, per_task)
+        starts = np.minimum(np.repeat(tasks.first, per_task) + kb + within * (kb + 1),
+                            np.repeat(tasks.limit, per_task) - 1)
+        both = np.flatnonzero(tasks.strand < 0)
+        if both.size:  # FF: the partner on either strand
+            extra = np.isin(row // 2, both)
+            row, starts = np.concatenate([row, row[extra] + 1]), np.concatenate([starts, starts[extra]])
+        keys = np.unique((row.astype(np.uint64) << np.uint64(32)) | starts.astype(np.uint64))  # by row, then start
+        row, starts = (keys >> np.uint64(32)).astype(np.int64), keys & np.uint64(0xFFFFFFFF)
+        count = np.bincount(row, minlength=2 * n).astype(np.uint32)
+        offsets = np.concatenate(([0], np.cumsum(count))).astype(np.uint32)
+        candidates = DeviceCandidates(device.to_device(starts.astype(np.uint32)), device.to_device(offsets),
+                                      device.to_device(count), offsets)
+        n_contigs = m.contig_offsets.size - 1
+        loci = extend.row_loci(device, reads, m.genome.codes, [candidates], m.contig_start, n_contigs, kb)
+        best = extend.best_loci_on_device(device, loci, n, kb, None)
+        placed = extend.place_loci(device, best, reads, m.contig_start, n_contigs, kb)
+        traced = extend.trace_on_device(device, reads, m.genome.codes, best.row, best.end, placed.slice_start,
+                                        best.size, kb)
+        traced.check(device)
+        kept = best.read(device)
+        contig = device.read(placed.contig, np.uint32, best.size).astype(np.int64)
+        start = device.read(traced.start, np.uint32, best.size).astype(np.int64)
+        cigars, nm, mds = extend.alignment_text(device, traced, m.genome, kb)
+        offset = m.contig_offsets[contig]
+        # the traceback's distance: a window that cut an alignment short may have shown a larger one
+        return Hits(kept.row // 2, kept.row % 2, contig, start - offset, nm, cigars, mds, nm, kept.end - offset)
+
+
+def rescued_mates(batch: PairBatch, hits: Hits, mate1: MateLoci, mate2: MateLoci, pairing: Pairing,
+                  insert: InsertSize, rescue: MateRescue, genome_offsets: np.ndarray
+                  ) -> tuple[Hits, MateLoci, MateLoci]:
+    """The hits and both mates' loci with the loci mate rescue finds for pairs without a proper
+    pair: each mate's partner is searched for near its best loci, and each locus found that
+    makes a proper pair with its anchor and is not among the partner's own is added after them
+    (by distance, strand, position), marked rescued."""
+    lengths = batch.reads.lengths().astype(np.int64)
+    added = []
+    for anchors, target, reads, target_is_second in ((mate1, mate2, batch.mate2, True),
+                                                     (mate2, mate1, batch.mate1, False)):
+        tasks = rescue_tasks(anchors, reads, pairing, insert, lengths, rescue.budget, genome_offsets)
+        found = rescue.find(batch, tasks) if tasks.pair.size else None
+        added.append(_proper_with_anchor(found, tasks, anchors, target, insert, target_is_second, genome_offsets))
+    base = len(hits.read)
+    extra = [found for _, found in added if found is not None]
+    if extra:
+        hits = _joined_hits([hits] + extra)
+    at = base
+    merged = []
+    for target, (rows, found) in zip((mate2, mate1), added):
+        if found is None:
+            merged.append(target)
+            continue
+        merged.append(_with_rescued(target, found, rows, at, genome_offsets))
+        at += len(found.read)
+    return hits, merged[1], merged[0]
+
+
+def _proper_with_anchor(found: Hits | None, tasks: RescueTasks, anchors: MateLoci, target: MateLoci,
+                        insert: InsertSize, target_is_second: bool, genome_offsets: np.ndarray):
+    """Of the loci found for the tasks, those proper with their anchor, not among the target
+    mate's own loci and found once: (their pairs, Hits with the reads of the batch), or (None, None)."""
+    if found is None or not len(found.read):
+        return None, None
+    task = np.asarray(found.read, np.int64)
+    anchor = tasks.anchor[task]
+    strand, contig = np.asarray(found.strand, np.int64), np.asarray(found.contig, np.int64)
+    five = five_prime(strand, found.pos, found.end)
+    a_strand, a_five = anchors.strand[anchor], anchors.five[anchor]
+    kinds = (orientation(a_strand, a_five, strand, five) if target_is_second
+             else orientation(strand, five, a_strand, a_five))
+    size = np.abs(five - a_five)
+    pair = tasks.pair[task]
+    span = int(genome_offsets[-1]) + 1
+    key = (pair * 2 + strand) * span + genome_offsets[contig] + np.asarray(found.end, np.int64)
+    own_key = (target.pair * 2 + target.strand) * span + genome_offsets[target.contig] + target.end
+    proper = ((contig == anchors.contig[anchor]) & (kinds == insert.orientation) & (size >= insert.low)
+              & (size <= insert.high) & ~np.isin(key, own_key))
+    keep = np.flatnonzero(proper)
+    _, once = np.unique(key[keep], return_index=True)
+    keep = np.sort(keep[once])
+    picked = Hits(tasks.read[task[keep]], strand[keep], contig[keep], np.asarray(found.pos)[keep],
+                  np.asarray(found.dist)[keep], [found.cigar[i] for i in keep.tolist()],
+                  [found.md[i] for i in keep.tolist()], np.asarray(found.nm)[keep], np.asarray(found.end)[keep])
+    return pair[keep], picked
+
+
+def _joined_hits(parts: list[Hits]) -> Hits:
+    arrays = [np.concatenate([np.asarray(getattr(h, f), np.int64) for h in parts])
+              for f in ("read", "strand", "contig", "pos", "dist")]
+    texts = [[x for h in parts for x in getattr(h, f)] for f in ("cigar", "md")]
+    return Hits(*arrays, *texts, np.concatenate([np.asarray(h.nm, np.int64) for h in parts]),
+                np.concatenate([np.asarray(h.end, np.int64) for h in parts]))
+
+
+def _with_rescued(mate: MateLoci, found: Hits, pair: np.ndarray, first_hit: int,
+                  genome_offsets: np.ndarray) -> MateLoci:
+    """mate's loci with the rescued ones (hits first_hit.. of the joined Hits) after each pair's own."""
+    m = len(found.read)
+    strand, contig = np.asarray(found.strand, np.int64), np.asarray(found.contig, np.int64)
+    joined = MateLoci(np.concatenate([mate.hit, first_hit + np.arange(m)]), np.concatenate([mate.pair, pair]),
+                      np.concatenate([mate.strand, strand]), np.concatenate([mate.contig, contig]),
+                      np.concatenate([mate.pos, np.asarray(found.pos, np.int64)]),
+                      np.concatenate([mate.end, np.asarray(found.end, np.int64)]),
+                      np.concatenate([mate.dist, np.asarray(found.dist, np.int64)]), mate.count, mate.first,
+                      mate.n_loci, np.concatenate([mate.rescued, np.ones(m, bool)]))
+    own_order = np.concatenate([np.arange(mate.hit.size), np.full(m, mate.hit.size)])
+    order = np.lexsort((genome_offsets[joined.contig] + joined.end, joined.strand, joined.dist, own_order,
+                        joined.rescued, joined.pair))
+    fields = {f: getattr(joined, f)[order] for f in ("hit", "pair", "strand", "contig", "pos", "end", "dist",
+                                                       "rescued")}
+    count = np.bincount(fields["pair"], minlength=mate.count.size)
+    return MateLoci(count=count, first=np.cumsum(count) - count, n_loci=mate.n_loci, **fields)

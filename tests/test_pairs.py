@@ -73,21 +73,25 @@ def orientation(a, b):
 def single_mapq(loci):
     if len(loci) == 1:
         return 60
-    gap = loci[1].dist - loci[0].dist
-    return min(59, 20 * gap)
+    return min(59, 20 * max(0, loci[1].dist - loci[0].dist))
 
 
-def oracle_pairs(ref, first, second, k):
-    """{pair name: [expected records]} and the learned bounds, by the rules in marose.pairs."""
+def oracle_pairs(ref, first, second, k, rescue=2 * K):
+    """Each pair's expected records (mate 1's, mate 2's) and the learned orientation and bounds,
+    by the rules in marose.pairs."""
     contigs = [ref.codes[a:b] for a, b in zip(ref.offsets[:-1], ref.offsets[1:])]
     n = len(first)
-    by_read = [[] for _ in range(2 * n)]
-    for h in oracle_map(contigs, first + second, k):
-        by_read[h.read].append(h)
-    order = [sorted(loci, key=lambda h: (h.dist, h.strand, h.contig, h.end)) for loci in by_read]
-    loci1, loci2 = order[:n], order[n:]
+
+    def loci_of(k):
+        by_read = [[] for _ in range(2 * n)]
+        for h in oracle_map(contigs, first + second, k):
+            by_read[h.read].append(h)
+        return [sorted(loci, key=lambda h: (h.dist, h.strand, h.contig, h.end)) for loci in by_read]
+
+    within = loci_of(k)
+    wider = loci_of(rescue) if rescue else None
     kinds, sizes = [], []
-    for a, b in zip(loci1, loci2):
+    for a, b in zip(within[:n], within[n:]):
         if len(a) == 1 and len(b) == 1 and a[0].contig == b[0].contig:
             kinds.append(orientation(a[0], b[0]))
             sizes.append(abs(five(b[0]) - five(a[0])))
@@ -97,30 +101,48 @@ def oracle_pairs(ref, first, second, k):
     mad = statistics.median([abs(s - median) for s in chosen])
     low, high = max(1, int(np.floor(median - 4 * 1.4826 * mad))), int(np.ceil(median + 4 * 1.4826 * mad))
 
-    def proper(a, b):
-        return a.contig == b.contig and orientation(a, b) == kind and low <= abs(five(b) - five(a)) <= high
+    def proper(x, y):  # x of mate 1, y of mate 2
+        return x.contig == y.contig and orientation(x, y) == kind and low <= abs(five(y) - five(x)) <= high
+
+    def combos(a, b):
+        return sorted((x.dist + y.dist, i, j) for i, x in enumerate(a) for j, y in enumerate(b) if proper(x, y))
+
+    def rescued(anchors, own, candidates, anchor_first):
+        """The partner's loci within the rescue budget proper with one of the anchors' best."""
+        seen = {(h.strand, h.contig, h.end) for h in own}
+        found = {}
+        for x in anchors[:pairs.RESCUE_ANCHORS]:
+            for y in candidates:
+                if (proper(x, y) if anchor_first else proper(y, x)) and (y.strand, y.contig, y.end) not in seen:
+                    found[(y.strand, y.contig, y.end)] = y
+        return sorted(found.values(), key=lambda h: (h.dist, h.strand, h.contig, h.end))
 
     expected = []
-    for a, b in zip(loci1, loci2):
-        combos = sorted((x.dist + y.dist, i, j) for i, x in enumerate(a) for j, y in enumerate(b) if proper(x, y))
-        if combos:
-            i, j = combos[0][1], combos[0][2]
-            s1 = combos[0][0]
-            pair_q = 60 if len(combos) == 1 else min(59, 20 * (combos[1][0] - s1))
-            q1 = max(pair_q, single_mapq(a) if i == 0 else 0)
-            q2 = max(pair_q, single_mapq(b) if j == 0 else 0)
+    for p in range(n):
+        a, b = within[p], within[n + p]
+        extra_a, extra_b = [], []
+        if rescue and not combos(a, b):
+            extra_b = rescued(a, b, wider[n + p], True)
+            extra_a = rescued(b, a, wider[p], False)
+        all_a, all_b = a + extra_a, b + extra_b
+        found = combos(all_a, all_b)
+        if found:
+            i, j = found[0][1], found[0][2]
+            pair_q = 60 if len(found) == 1 else min(59, 20 * (found[1][0] - found[0][0]))
+            q1 = max(pair_q, single_mapq(all_a) if i == 0 and a else 0)
+            q2 = max(pair_q, single_mapq(all_b) if j == 0 and b else 0)
         else:
             i, j = (0 if a else None), (0 if b else None)
             q1 = single_mapq(a) if a else 0
             q2 = single_mapq(b) if b else 0
-        expected.append((mate_records(a, i, b, j, 64, bool(combos), q1),
-                         mate_records(b, j, a, i, 128, bool(combos), q2)))
+        expected.append((mate_records(all_a, len(a), i, all_b, j, 64, bool(found), q1),
+                         mate_records(all_b, len(b), j, all_a, i, 128, bool(found), q2)))
     return expected, (kind, low, high)
 
 
-def mate_records(own, i, other, j, bit, is_proper, mapq):
-    """(flag, contig, pos, mapq, cigar, mate contig, mate pos, tlen, NM, HN, MC) of one mate's
-    records, primary first."""
+def mate_records(own, n_own, i, other, j, bit, is_proper, mapq):
+    """(flag, contig, pos, mapq, cigar, mate contig, mate pos, tlen, NM, HN, MC, rescued) of one
+    mate's records, primary first; own[n_own:] are rescued loci."""
     mine = own[i] if i is not None else None
     mate = other[j] if j is not None else None
     place = mine or mate
@@ -129,15 +151,16 @@ def mate_records(own, i, other, j, bit, is_proper, mapq):
     flag = 1 | bit | (2 if is_proper else 0) | (0 if mate else 8) | (32 if mate and mate.strand else 0)
     mc = mate.cigar if mate else None
     if mine is None:
-        return [(flag | 4, contig, pos, 0, None, mate_contig, mate_pos, 0, None, 0, mc)]
+        return [(flag | 4, contig, pos, 0, None, mate_contig, mate_pos, 0, None, 0, mc, False)]
     mc = mate.cigar if mate else "*"
     tlen = five(mate) - five(mine) if mate and mate.contig == mine.contig else 0
-    rest = [h for x, h in enumerate(own) if x != i]
+    rest = [x for x in range(len(own)) if x != i]
     out = [(flag | 16 * mine.strand, mine.contig, mine.start, mapq, mine.cigar, mate_contig, mate_pos, tlen, mine.nm,
-            len(own), mc)]
-    for h in rest:
+            n_own, mc, i >= n_own)]
+    for x in rest[:cli.DEFAULT_MAX_HITS - 1]:
+        h = own[x]
         out.append((flag & ~2 | 16 * h.strand | 256, h.contig, h.start, 0, h.cigar, mate_contig, mate_pos, 0,
-                    h.nm, len(own), mc))
+                    h.nm, n_own, mc, x >= n_own))
     return out
 
 
@@ -150,7 +173,7 @@ def sam_records(path):
             record = (r.flag, r.reference_id, r.reference_start, r.mapping_quality, r.cigarstring if mapped else None,
                       r.next_reference_id, r.next_reference_start, r.template_length,
                       r.get_tag("NM") if mapped else None, r.get_tag("HN"),
-                      r.get_tag("MC") if r.has_tag("MC") else None)
+                      r.get_tag("MC") if r.has_tag("MC") else None, r.has_tag("XR"))
             found.setdefault(r.query_name, ([], []))[0 if r.is_read1 else 1].append(record)
     return found
 
@@ -196,6 +219,19 @@ def test_pairs_equal_the_pair_oracle_record_for_record(lambda_pairs, tmp_path):
     assert sum(f & 2 > 0 for f in flags) > 150  # most pairs proper
     assert any(f & 256 for f in flags) and any(f & 4 for f in flags) and any(f & 8 for f in flags)
     assert any(not f & 2 and not f & 12 and not f & 256 for f in flags)  # both mapped, not proper
+    rescued = [r for mates in got.values() for mate in mates for r in mate if r[11]]
+    assert len(rescued) >= 5 and all(K < r[8] <= 2 * K and r[9] == 0 for r in rescued)  # XR:i:1, HN:i:0
+
+
+def test_without_rescue_fewer_pairs_are_proper(lambda_pairs, tmp_path):
+    fasta, index, ref, first, second, fq1, fq2 = lambda_pairs
+    out = tmp_path / "out.sam"
+    assert run_map("-x", index, fq1, fq2, "-o", out, "-k", K, "--rescue-errors", 0) == 0
+    expected, _ = oracle_pairs(ref, first, second, K, rescue=0)
+    got = sam_records(out)
+    for i, want in enumerate(expected):
+        assert got[f"p{i}"] == (want[0], want[1]), f"pair p{i}"
+    assert not any(r[11] for mates in got.values() for mate in mates for r in mate)
 
 
 def test_mate_fields_agree_with_samtools_fixmate_and_flagstat_with_the_oracle(lambda_pairs, tmp_path):
