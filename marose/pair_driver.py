@@ -19,7 +19,7 @@ def run_pairs(args, log) -> None:
     from indexer import store
 
     from . import known_answer
-    from .cli import (_in_background, batch_sizes, default_batch_size, explain, find_index, mapping_lanes, summary,
+    from .cli import (PROGRESS_SECONDS, _in_background, batch_sizes, default_batch_size, explain, find_index, mapping_lanes, summary,
                       write_stats)
     from .device import Device, describe
     from .lookup import DeviceIndex
@@ -78,14 +78,23 @@ def run_pairs(args, log) -> None:
 
         return work
 
+    progress = {"last": started, "pairs": 0}
+
+    def write(item, text: bytes) -> None:
+        with mapper.stats.timing("write"):
+            out.write(text)
+        progress["pairs"] += len(item[0])
+        if time.time() - progress["last"] > PROGRESS_SECONDS:
+            progress["last"] = time.time()
+            log(f"{progress['pairs']:,} pairs, {progress['pairs'] / (progress['last'] - started):,.0f} pairs/s")
+
     header = sam_header(list(zip(ref.names, map(int, ref.lengths))), args.read_group,
                         " ".join(shlex.quote(a) for a in ["marose", *sys.argv[1:]]), __version__)
     if not kept_at_close(args.output):
         checked.result()
     with SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1) as out:
         try:
-            pipeline.run(_prepared(source, mapper.stats), [lane_work(i) for i in range(len(mappers))],
-                         lambda item, text: out.write(text))
+            pipeline.run(_prepared(source, mapper.stats), [lane_work(i) for i in range(len(mappers))], write)
         finally:
             checked.result()
         out.close()

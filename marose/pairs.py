@@ -216,6 +216,8 @@ def mate_mapq(mate: MateLoci, primary: np.ndarray, pairing: Pairing) -> np.ndarr
 
 @dataclass
 class PairCounts:
+    """Pairs written, properly paired, with both mates mapped, and proper by mate rescue."""
+
     pairs: int = 0
     proper: int = 0
     both_mapped: int = 0
@@ -378,7 +380,8 @@ def rescue_tasks(anchors: MateLoci, reads: np.ndarray, pairing: Pairing, insert:
     """A task for each of up to RESCUE_ANCHORS best loci of the anchoring mate in pairs without a
     proper pair: where the partner (the read at reads[pair], read_length long) must lie to be
     proper with it, as global genome starts of its alignment, and on which strand."""
-    take = np.flatnonzero(~pairing.proper[anchors.pair] & (anchors.rank < RESCUE_ANCHORS))
+    take = np.flatnonzero(~pairing.proper[anchors.pair] & (anchors.rank < RESCUE_ANCHORS)
+                          & (read_length[reads[anchors.pair]] > 0))
     pair, five = anchors.pair[take], anchors.five[take]
     leads = five + insert.low, five + insert.high  # partner's 5' end after the anchor's
     trails = five - insert.high, five - insert.low  # ... or before it
