@@ -358,3 +358,42 @@ def test_bad_pair_options(lambda_pairs, tmp_path, capsys, args, message):
     os.chdir(tmp_path)
     assert run_map("-x", index, *args) == 1
     assert message in capsys.readouterr().err
+
+
+def test_insert_size_from_the_commonest_orientation_median_and_mad():
+    kinds = np.array([0] * 11 + [1] * 5)
+    sizes = np.array([290, 300, 310, 295, 305, 300, 280, 320, 300, 299, 301] + [50] * 5)
+    insert, counts = pairs.learn_insert(kinds, sizes)
+    assert counts.tolist() == [11, 5, 0]
+    mad = statistics.median([abs(s - 300) for s in sizes[:11]])
+    assert (insert.orientation, insert.center, insert.spread) == (0, 300, mad)
+    assert (insert.low, insert.high) == (int(np.floor(300 - 4 * 1.4826 * mad)), int(np.ceil(300 + 4 * 1.4826 * mad)))
+    assert pairs.learn_insert(kinds[:9], sizes[:9])[0] is None  # too few unique pairs: none learned
+    assert pairs.learn_insert(np.array([2] * 10 + [0] * 10), np.arange(20) + 100)[0].orientation == 0  # FR on a tie
+
+
+def test_given_insert_size_is_fr_within_four_sd():
+    given = pairs.given_insert("300,30")
+    assert (given.orientation, given.low, given.high) == (0, 180, 420)
+    assert (pairs.given_insert("500").low, pairs.given_insert("500").high) == (300, 700)  # sd: 10% of the mean
+
+
+def test_orientation_of_two_loci():
+    # 5' ends: forward at the start, reverse one past the end
+    assert pairs.five_prime(np.array([0, 1]), np.array([100, 100]), np.array([199, 199])).tolist() == [100, 200]
+    fr = pairs.orientation(np.array([0, 1]), np.array([100, 400]), np.array([1, 0]), np.array([400, 100]))
+    rf = pairs.orientation(np.array([1, 0]), np.array([100, 400]), np.array([0, 1]), np.array([400, 100]))
+    ff = pairs.orientation(np.array([0, 1]), np.array([100, 100]), np.array([0, 1]), np.array([400, 50]))
+    assert fr.tolist() == [0, 0] and rf.tolist() == [1, 1] and ff.tolist() == [2, 2]
+
+
+def test_too_few_unique_pairs_leave_every_pair_improper_with_a_warning(lambda_pairs, tmp_path, capsys):
+    fasta, index, ref, first, second, fq1, fq2 = lambda_pairs
+    r1, r2 = tmp_path / "r1.fq", tmp_path / "r2.fq"
+    r1.write_text("".join(open(fq1).readlines()[:16]))
+    r2.write_text("".join(open(fq2).readlines()[:16]))
+    out = tmp_path / "out.sam"
+    assert cli.main(["map", "-x", index, str(r1), str(r2), "-o", str(out), "-k", str(K)]) == 0
+    assert "no insert size is learned" in capsys.readouterr().err
+    flags = [int(line.split("\t")[1]) for line in open(out) if not line.startswith("@")]
+    assert len(flags) >= 8 and not any(f & 2 for f in flags) and all(f & 1 for f in flags)
