@@ -56,8 +56,8 @@ def _map_parser(sub) -> None:
     p.add_argument("-t", "--threads", type=int, help="CPU threads for the CPU OpenCL runtime and BAM "
                                                      "compression (default: all)")
     p.add_argument("--batch-size", type=int,
-                   help=f"reads (pairs, for paired-end reads) per batch (default {GPU_BATCH:,} on a GPU, {CPU_BATCH:,} on a CPU); "
-                        "output does not depend on it")
+                   help=f"reads per batch (default {GPU_BATCH:,} on a GPU, {CPU_BATCH:,} on a CPU), or pairs "
+                        "(default half as many); output does not depend on it")
     p.add_argument("--explain", action="store_true",
                    help="print the filter parameters, their sensitivity guarantee and expected work")
     p.add_argument("--stats", metavar="FILE", help="write counts and seconds per stage as JSON to FILE")

@@ -61,7 +61,8 @@ class InsertSize:
         if self.learned_from:
             return (f"insert size from {self.learned_from:,} unique pairs: orientation {o}, median {self.center:g}, "
                     f"MAD {self.spread:g}; proper pairs: {o}, inserts {self.low}..{self.high}")
-        return f"insert size given: mean {self.center:g}, sd {self.spread:g}; proper pairs: {o}, inserts {self.low}..{self.high}"
+        return (f"insert size given: mean {self.center:g}, sd {self.spread:g}; proper pairs: {o}, "
+                f"inserts {self.low}..{self.high}")
 
 
 def given_insert(text: str) -> InsertSize:
