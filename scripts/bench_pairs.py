@@ -11,7 +11,7 @@ errors. Each tool indexes the genome once (kept in bench/pairs/<genome>/, not ti
 maps the pairs once untimed (warm-up: kernels built, files cached) and once timed (wall time of
 the whole process, index loading included):
 
-    marose map -x GENOME.marose r1.fq r2.fq -k K -t T        (K = 5% of L, as marose's default)
+    marose map -x GENOME.marose r1.fq r2.fq -k K -t T        (K = 5% of L, rounded down: scripts/bench's illumina sets' k)
     bwa mem -t T GENOME r1.fq r2.fq
 
 Scores, from each SAM: pairs/s; properly paired % (samtools flagstat, through pysam); and per
@@ -143,7 +143,7 @@ def main() -> None:
     log = os.path.join(work, "log.txt")
     simulate(runner, genome, work, args.pairs, args.length, args.seed)
     origin = truth(os.path.join(work, "truth.sam"))
-    k = max(1, round(0.05 * args.length))
+    k = max(1, int(0.05 * args.length))
     rows = []
     for tool in args.tools.split(","):
         out_sam = os.path.join(work, f"{tool}.sam")
