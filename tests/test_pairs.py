@@ -279,6 +279,11 @@ def test_output_is_identical_across_batch_sizes_lanes_and_xa(lambda_pairs, tmp_p
         out = tmp_path / f"o{lanes}_{batch}_{xa}.sam"
         assert run_map("-x", index, fq1, fq2, "-o", out, "-k", K, "--batch-size", batch, *(["--xa"] if xa else [])) == 0
         outputs.setdefault(xa, []).append([line for line in open(out) if not line.startswith("@PG")])
+    segmented = tmp_path / "segmented"
+    assert index_cli.main([fasta, "-q", "-o", str(segmented), "--segment-size", "9000"]) == 0
+    out = tmp_path / "segmented.sam"
+    assert run_map("-x", segmented, fq1, fq2, "-o", out, "-k", K, "--batch-size", 9) == 0
+    outputs[False].append([line for line in open(out) if not line.startswith("@PG")])
     for runs in outputs.values():
         assert all(run == runs[0] for run in runs[1:]) and len(runs[0]) > 240
     assert not any(int(line.split("\t")[1]) & 256 for line in outputs[True][0] if not line.startswith("@"))
@@ -300,6 +305,9 @@ def test_interleaved_input_and_a_given_insert_size(lambda_pairs, tmp_path):
     tlens = [abs(int(line.split("\t")[8])) for line in body[0] if not line.startswith("@")
              and int(line.split("\t")[1]) & 2]
     assert tlens and 180 <= min(tlens) and max(tlens) <= 420  # 300 +- 4 x 30
+    bam = tmp_path / "one.bam"
+    assert run_map("-x", index, "--interleaved", both, "-o", bam, "-k", K, "-I", "300,30") == 0
+    assert pysam.quickcheck(str(bam)) == "" and sam_records(bam) == sam_records(one)
 
 
 def test_one_file_keeps_single_end_output(lambda_pairs, tmp_path):
