@@ -20,6 +20,10 @@ Definitions (the README's "Paired-end reads" says them for users):
 - MAPQ of a proper primary pair's mates: the single-end rule (sam.py) applied to the proper
   combinations' summed distances, or the mate's own single-end MAPQ when higher and its
   primary is its best locus. Other primaries keep their single-end MAPQ.
+- Mate rescue: in a pair without a proper pair, the partner of each of a mate's RESCUE_ANCHORS
+  best loci is searched for, with the rescue budget, over the alignment starts that would make
+  it proper (extend's kernels on windows laid over them); the loci found that are proper with
+  their anchor and not among the partner's own follow its own loci, marked rescued (XR:i:1).
 """
 
 from __future__ import annotations
@@ -363,9 +367,9 @@ RESCUE_ANCHORS = 8  # loci of a mate (its best) near which its partner is search
 
 @dataclass
 class RescueTasks:
-    """Windows to search for mates: task t looks for the mate at read[t] on strand strand[t]
-    (or both, strand -1), near anchor[t] (a locus of the other mate), for the pair pair[t] and
-    the mate `target` of the pair (1 or 2); its alignments may start in [first[t], last[t]]."""
+    """Windows to search for mates: task t looks for the mate at read[t] on strand strand[t],
+    near anchor[t] (a locus of the other mate), for the pair pair[t]; its alignments may start
+    in [first[t], last[t]] (global genome positions)."""
 
     pair: np.ndarray
     read: np.ndarray
@@ -430,14 +434,10 @@ class MateRescue:
         reads = extend.upload_reads(device, rows)
         # a candidate p covers alignments starting in [p - kb, p]: one every kb + 1 positions
         per_task = (tasks.last - tasks.first) // (kb + 1) + 1
-        row = 2 * np.repeat(np.arange(n), per_task) + np.repeat(np.maximum(tasks.strand, 0), per_task)
+        row = 2 * np.repeat(np.arange(n), per_task) + np.repeat(tasks.strand, per_task)
         within = np.arange(int(per_task.sum())) - np.repeat(np.cumsum(per_task) - per_task, per_task)
         starts = np.minimum(np.repeat(tasks.first, per_task) + kb + within * (kb + 1),
                             np.repeat(tasks.limit, per_task) - 1)
-        both = np.flatnonzero(tasks.strand < 0)
-        if both.size:  # FF: the partner on either strand
-            extra = np.isin(row // 2, both)
-            row, starts = np.concatenate([row, row[extra] + 1]), np.concatenate([starts, starts[extra]])
         keys = np.unique((row.astype(np.uint64) << np.uint64(32)) | starts.astype(np.uint64))  # by row, then start
         row, starts = (keys >> np.uint64(32)).astype(np.int64), keys & np.uint64(0xFFFFFFFF)
         count = np.bincount(row, minlength=2 * n).astype(np.uint32)

@@ -14,7 +14,8 @@ the whole process, index loading included):
     marose map -x GENOME.marose r1.fq r2.fq -k K -t T        (K = 5% of L, rounded down: scripts/bench's illumina sets' k)
     bwa mem -t T GENOME r1.fq r2.fq
 
-Scores, from each SAM: pairs/s; properly paired % (samtools flagstat, through pysam); and per
+CPU s is user + system seconds (GNU time), less disturbed than wall time by other work on a
+shared machine. Scores, from each SAM: pairs/s; properly paired % (samtools flagstat, through pysam); and per
 mate the true-locus rate: mates whose true origin (Mason's alignment) is among the tool's
 mapped records, same contig and strand, leftmost position (soft clips undone) within K + 5 bp.
 
@@ -174,10 +175,11 @@ def table(args, genome: str, rows: list, k: int) -> str:
     lines = [f"{args.pairs:,} Mason pairs, 2 x {args.length} bp, insert {INSERT_MEAN} +- {INSERT_SD} (FR), "
              f"against {os.path.basename(genome)}; k = {k}; {args.threads} threads; "
              f"{datetime.date.today()}; marose git {git}; {cpu}",
-             "", "| tool | wall s | pairs/s | peak MiB | properly paired | true locus mate 1 | true locus mate 2 |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "", "| tool | wall s | pairs/s | CPU s | peak MiB | properly paired | true locus mate 1 "
+             "| true locus mate 2 |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for tool, timed, s in rows:
-        lines.append(f"| {tool} | {timed.wall:.1f} | {args.pairs / timed.wall:,.0f} | {timed.peak_mib:,.0f} | "
+        lines.append(f"| {tool} | {timed.wall:.1f} | {args.pairs / timed.wall:,.0f} | {timed.cpu:.1f} | "
+                     f"{timed.peak_mib:,.0f} | "
                      f"{s['proper']:.2%} | {s['true1']:.2%} | {s['true2']:.2%} |")
     lines += ["", "Commands: " + "; ".join(c for _, timed, _ in rows for c in timed.commands[:1]), ""]
     return "\n".join(lines)

@@ -9,6 +9,7 @@ two commands (bwa aln + samse) is charged the sum of their wall times and the la
 from __future__ import annotations
 
 import glob
+import math
 import os
 import re
 import shutil
@@ -49,6 +50,7 @@ class Measured:
     size: int = 0  # bytes of the index a build wrote
     commands: list[str] = field(default_factory=list)
     reused: bool = False  # measured by an earlier run (scripts/bench --reuse-index)
+    cpu: float = float("nan")  # user + system seconds, where GNU time measured them
 
 
 def _quote(arg: str) -> str:
@@ -90,8 +92,9 @@ class Runner:
                 result.commands.append(step.text())
                 log.write(f"$ {step.text()}\n")
                 log.flush()
-                wall, peak, rc = self._measure(step, log)
+                wall, peak, rc, cpu = self._measure(step, log)
                 result.wall += wall
+                result.cpu = cpu if math.isnan(result.cpu) else result.cpu + cpu
                 result.peak_mib = max(result.peak_mib, peak)
                 if rc != 0:
                     log.write(f"exit status {rc}\n")
@@ -99,7 +102,7 @@ class Runner:
                     break
         return result
 
-    def _measure(self, step: Step, log) -> tuple[float, float, int]:
+    def _measure(self, step: Step, log) -> tuple[float, float, int, float]:
         with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
             if self.gnu_time:
                 argv = [self.gnu_time, "-v", "-o", rss.name, *step.argv]
@@ -114,11 +117,15 @@ class Runner:
                 if step.stdout:
                     out.close()
             text = rss.read()
+        cpu = float("nan")
         if self.gnu_time:
+            seconds = [float(line.split(":")[1]) for line in text.splitlines()
+                       if line.strip().startswith(("User time", "System time"))]
+            cpu = sum(seconds) if len(seconds) == 2 else cpu
             kib = [line.split(":")[1] for line in text.splitlines() if "Maximum resident set size" in line]
             text = kib[0] if kib else ""
         peak = int(text) / 1024 if text.strip() else float("nan")
-        return wall, peak, rc
+        return wall, peak, rc, cpu
 
 
 @dataclass
