@@ -30,9 +30,9 @@ def write_mates(path, mates, names, suffix):
     return str(path)
 
 
-def simulate_pairs(ref, n, rng):
-    """Pairs in FR orientation, insert 300 +- 30, up to K edits a mate; some mates noisy
-    beyond K, some pairs with mates from far apart, a few in RF orientation."""
+def simulate_pairs(ref, n, rng, layout="FR"):
+    """Pairs in the layout's orientation (FR, RF or FF), insert 300 +- 30, up to K edits a mate;
+    some mates noisy beyond K, some pairs with mates from far apart, a few in another orientation."""
     genome = ref.codes
     first, second = [], []
     for i in range(n):
@@ -48,11 +48,13 @@ def simulate_pairs(ref, n, rng):
             edits = 8 if i % 13 == 7 and read is right else int(rng.integers(0, K + 1))
             where = rng.choice(LENGTH, edits, replace=False)
             read[where] = (read[where] + rng.integers(1, 4, edits)) % 4
-        mate1, mate2 = left, reverse_complement(right)
-        if i % 17 == 3:  # RF
-            mate1, mate2 = reverse_complement(left), right
-        if rng.integers(2):
-            mate1, mate2 = mate2, mate1
+        kind = layout if i % 17 != 3 else ("RF" if layout == "FR" else "FR")
+        if kind == "FF":
+            mate1, mate2 = (left, right) if rng.integers(2) else (reverse_complement(right), reverse_complement(left))
+        else:
+            mate1, mate2 = (left, reverse_complement(right)) if kind == "FR" else (reverse_complement(left), right)
+            if rng.integers(2):
+                mate1, mate2 = mate2, mate1
         first.append(mate1)
         second.append(mate2)
     return first, second
@@ -221,6 +223,23 @@ def test_pairs_equal_the_pair_oracle_record_for_record(lambda_pairs, tmp_path):
     assert any(not f & 2 and not f & 12 and not f & 256 for f in flags)  # both mapped, not proper
     rescued = [r for mates in got.values() for mate in mates for r in mate if r[11]]
     assert len(rescued) >= 5 and all(K < r[8] <= 2 * K and r[9] == 0 for r in rescued)  # XR:i:1, HN:i:0
+
+
+@pytest.mark.parametrize("layout", ["RF", "FF"])
+def test_other_orientations_equal_the_pair_oracle(lambda_pairs, tmp_path, layout):
+    fasta, index, ref = lambda_pairs[:3]
+    first, second = simulate_pairs(ref, 60, np.random.default_rng(21), layout)
+    names = [f"p{i}" for i in range(len(first))]
+    fq1, fq2 = write_mates(tmp_path / "r1.fq", first, names, "/1"), write_mates(tmp_path / "r2.fq", second, names, "/2")
+    out = tmp_path / "out.sam"
+    assert run_map("-x", index, fq1, fq2, "-o", out, "-k", K) == 0
+    expected, (kind, low, high) = oracle_pairs(ref, first, second, K)
+    assert kind == layout
+    got = sam_records(out)
+    for i, want in enumerate(expected):
+        assert got[f"p{i}"] == (want[0], want[1]), f"pair p{i}"
+    records = [r for mates in got.values() for mate in mates for r in mate]
+    assert sum(r[0] & 2 > 0 for r in records) > 40 and any(r[11] for r in records)  # proper, and rescued
 
 
 def test_without_rescue_fewer_pairs_are_proper(lambda_pairs, tmp_path):
