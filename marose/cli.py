@@ -29,7 +29,9 @@ def _map_parser(sub) -> None:
         description="Map short reads to an indexed reference and report, for every read, every locus "
                     "within k edits (substitutions, insertions, deletions). Output is SAM on stdout, or "
                     "SAM/BAM at -o (BAM when the name ends in .bam). Each read gets one primary record "
-                    "(unmapped reads too); further loci are secondary records, or an XA tag with --xa.")
+                    "(unmapped reads too); further loci are secondary records, or an XA tag with --xa. Two "
+                    "read files, or one with --interleaved, map paired-end reads: every locus of each mate, "
+                    "the proper pair of least summed distance as the primary pair, mate rescue (XR:i:1).")
     p.add_argument("reads", nargs="+", metavar="reads",
                    help="reads in FASTQ or FASTA, plain or gzip; '-' reads stdin. Two files map pairs: mate 1 "
                         "then mate 2 of each pair, in the same order, named alike (a trailing /1 or /2 aside)")
