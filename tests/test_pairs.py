@@ -329,6 +329,29 @@ def test_interleaved_input_and_a_given_insert_size(lambda_pairs, tmp_path):
     assert pysam.quickcheck(str(bam)) == "" and sam_records(bam) == sam_records(one)
 
 
+def test_interleaved_gzip_on_stdin_and_mate_1_gzip_from_a_file(lambda_pairs, tmp_path):
+    import gzip
+    import subprocess
+    import sys
+
+    fasta, index, ref, first, second, fq1, fq2 = lambda_pairs
+    lines1, lines2 = open(fq1).read().splitlines(), open(fq2).read().splitlines()
+    both = "".join("\n".join(lines1[i:i + 4] + lines2[i:i + 4]) + "\n" for i in range(0, len(lines1), 4))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+    def marose(*args, stdin=None):
+        done = subprocess.run([sys.executable, "-m", "marose.cli", "map", "-q", "-x", index, "-k", str(K), *args],
+                              input=stdin, capture_output=True, cwd=root)
+        assert done.returncode == 0, done.stderr
+        return [line for line in done.stdout.decode().splitlines() if not line.startswith("@PG")]
+
+    gz1 = tmp_path / "r1.fq.gz"
+    gz1.write_bytes(gzip.compress(open(fq1, "rb").read()))
+    from_stdin = marose("--interleaved", "-", stdin=gzip.compress(both.encode()))
+    from_files = marose(str(gz1), fq2)
+    assert from_stdin == from_files and len(from_files) > 240
+
+
 def test_one_file_keeps_single_end_output(lambda_pairs, tmp_path):
     fasta, index, ref, first, second, fq1, fq2 = lambda_pairs
     out = tmp_path / "single.sam"
