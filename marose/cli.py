@@ -29,8 +29,12 @@ def _map_parser(sub) -> None:
         description="Map short reads to an indexed reference and report, for every read, every locus "
                     "within k edits (substitutions, insertions, deletions). Output is SAM on stdout, or "
                     "SAM/BAM at -o (BAM when the name ends in .bam). Each read gets one primary record "
-                    "(unmapped reads too); further loci are secondary records, or an XA tag with --xa.")
-    p.add_argument("reads", help="reads in FASTQ or FASTA, plain or gzip; '-' reads stdin")
+                    "(unmapped reads too); further loci are secondary records, or an XA tag with --xa. Two "
+                    "read files, or one with --interleaved, map paired-end reads: every locus of each mate, "
+                    "the proper pair of least summed distance as the primary pair, mate rescue (XR:i:1).")
+    p.add_argument("reads", nargs="+", metavar="reads",
+                   help="reads in FASTQ or FASTA, plain or gzip; '-' reads stdin. Two files map pairs: mate 1 "
+                        "then mate 2 of each pair, in the same order, named alike (a trailing /1 or /2 aside)")
     p.add_argument("-x", "--index", help="the reference FASTA that marose-index indexed, or its .marose "
                                          "directory; default: the one index in the current directory")
     p.add_argument("-o", "--output", help="output file (.sam or .bam); default: SAM on stdout")
@@ -40,14 +44,22 @@ def _map_parser(sub) -> None:
                    help=f"loci written per read (the rest are counted in HN:i) (default {DEFAULT_MAX_HITS})")
     p.add_argument("--xa", action="store_true", help="write further loci as a bwa-style XA:Z tag on the "
                                                      "primary record instead of secondary records")
+    p.add_argument("--interleaved", action="store_true",
+                   help="paired-end reads in one file, each pair's mates one after the other")
+    p.add_argument("-I", "--insert-size", metavar="MEAN,SD",
+                   help="paired-end insert size (orientation FR); default: learned from the first "
+                        "10,000 pairs (median and MAD of the pairs whose mates map to one locus each)")
+    p.add_argument("--rescue-errors", type=int, metavar="N",
+                   help="paired-end: edits allowed to a mate found by mate rescue, searched for near its partner "
+                        "when the pair has no proper pair (default 2k; 0: no rescue)")
     p.add_argument("-R", "--read-group", help="read group header line, e.g. '@RG\\tID:run1\\tSM:sample1'")
     p.add_argument("--device", help="OpenCL device, as 'P:D' (see `marose devices`) or part of its name; "
                                     "PYOPENCL_CTX is honoured; default: a GPU if there is one")
     p.add_argument("-t", "--threads", type=int, help="CPU threads for the CPU OpenCL runtime and BAM "
                                                      "compression (default: all)")
     p.add_argument("--batch-size", type=int,
-                   help=f"reads per batch (default {GPU_BATCH:,} on a GPU, {CPU_BATCH:,} on a CPU); "
-                        "output does not depend on it")
+                   help=f"reads per batch (default {GPU_BATCH:,} on a GPU, {CPU_BATCH:,} on a CPU), or pairs "
+                        "(default half as many); output does not depend on it")
     p.add_argument("--explain", action="store_true",
                    help="print the filter parameters, their sensitivity guarantee and expected work")
     p.add_argument("--stats", metavar="FILE", help="write counts and seconds per stage as JSON to FILE")
@@ -109,18 +121,16 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     from .sam import SamWriter, kept_at_close, parse_read_group, sam_header
     from .sam_records import DeviceSamFormatter
 
-    if args.max_hits < 1:
-        raise MaroseError("--max-hits must be at least 1")
-    if args.batch_size is not None and args.batch_size < 1:
-        raise MaroseError("--batch-size must be at least 1")
-    if args.max_errors is not None and not 0 <= args.max_errors <= 64:
-        raise MaroseError(f"--max-errors {args.max_errors}: use 0..64")
+    check_map_options(args)
+    if len(args.reads) == 2 or args.interleaved:
+        from .pair_driver import run_pairs
+
+        run_pairs(args, log)
+        if exit_when_done:
+            _end_process(0)
+        return
+    args.reads = args.reads[0]
     rg_id = parse_read_group(args.read_group)[1] if args.read_group else None
-    if args.reads != "-" and not os.path.isfile(args.reads):
-        raise MaroseError(f"{args.reads}: no such file")
-    if args.threads:
-        os.environ.setdefault("POCL_CPU_MAX_CU_COUNT", str(args.threads))
-        os.environ.setdefault("POCL_MAX_PTHREAD_COUNT", str(args.threads))
     path = find_index(args.index)
     # the index loads and the first batch is read while the device opens in this thread (which
     # makes every OpenCL call); the device's batch size is asked for when the second batch is
@@ -179,6 +189,30 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
         write_stats(args.stats, stats, elapsed, started - setup_started, device)
     if exit_when_done:
         _end_process(0)
+
+
+def check_map_options(args) -> None:
+    """MaroseError for options map cannot take; sets the CPU runtime's thread count from -t."""
+    if args.max_hits < 1:
+        raise MaroseError("--max-hits must be at least 1")
+    if args.batch_size is not None and args.batch_size < 1:
+        raise MaroseError("--batch-size must be at least 1")
+    if args.max_errors is not None and not 0 <= args.max_errors <= 64:
+        raise MaroseError(f"--max-errors {args.max_errors}: use 0..64")
+    if len(args.reads) > 2 or (args.interleaved and len(args.reads) != 1):
+        raise MaroseError("give one read file, two for paired-end reads, or one with --interleaved")
+    if args.rescue_errors is not None and not 0 <= args.rescue_errors <= 64:
+        raise MaroseError(f"--rescue-errors {args.rescue_errors}: use 0..64")
+    if args.insert_size and len(args.reads) != 2 and not args.interleaved:
+        raise MaroseError("-I is for paired-end reads: give two read files, or one with --interleaved")
+    if len(args.reads) == 2 and args.reads.count("-") == 2:
+        raise MaroseError("stdin ('-') can hold only one of the two read files")
+    for reads in args.reads:
+        if reads != "-" and not os.path.isfile(reads):
+            raise MaroseError(f"{reads}: no such file")
+    if args.threads:
+        os.environ.setdefault("POCL_CPU_MAX_CU_COUNT", str(args.threads))
+        os.environ.setdefault("POCL_MAX_PTHREAD_COUNT", str(args.threads))
 
 
 def mapping_lanes(device, on_device) -> int:

@@ -204,7 +204,8 @@ class Mapper:
             start = self.device.read(traced.start, np.uint32, best.size).astype(np.int64)
             cigars, nm, mds = extend.alignment_text(self.device, traced, self.genome, self.k)
         pos = start - self.contig_offsets[contig]
-        return Hits(kept.row // 2, kept.row % 2, contig, pos, kept.dist, cigars, mds, nm), best.n_loci
+        end = kept.end - self.contig_offsets[contig]
+        return Hits(kept.row // 2, kept.row % 2, contig, pos, kept.dist, cigars, mds, nm, end), best.n_loci
 
     def _count_candidates(self, strands: Strands, per_row: np.ndarray) -> None:
         """Candidates per row as the filter wrote them, and the cells of their windows (read length

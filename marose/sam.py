@@ -69,6 +69,7 @@ class Hits:
     cigar: Sequence[str] | Sequence[bytes]
     md: Sequence[str] | Sequence[bytes]
     nm: np.ndarray
+    end: np.ndarray | None = None  # 0-based inclusive reference end, where the mapper gives it
 
 
 def parse_read_group(text: str) -> tuple[str, str]:
@@ -164,6 +165,64 @@ def format_batch(batch: ReadBatch, hits: Hits, n_loci: np.ndarray | Sequence[int
     out_lines = out.tolist()
     out_lines.append(b"")
     return b"\n".join(out_lines)
+
+
+@dataclass
+class Records:
+    """SAM records laid out one per row, in output order, each naming its read and hit: the
+    form paired-end records take (marose.pairs). hit is -1 on an unmapped record; contig and
+    mate_contig -1 write '*' (a mate_contig equal to contig writes '='); pos and mate_pos are
+    0-based, -1 writing 0; tags hold each record's tags after HN:i (each with its leading tab)."""
+
+    read: np.ndarray
+    hit: np.ndarray
+    flag: np.ndarray
+    contig: np.ndarray
+    pos: np.ndarray
+    mapq: np.ndarray
+    mate_contig: np.ndarray
+    mate_pos: np.ndarray
+    tlen: np.ndarray
+    tags: np.ndarray  # object array of bytes
+
+
+def format_records(batch: ReadBatch, names: Sequence[str], hits: Hits, n_loci: np.ndarray, records: Records,
+                   contig_names: Sequence[str], read_group_id: str | None) -> bytes:
+    """The SAM text of records (see Records) of the reads of batch, named by names (one a read):
+    SEQ and QUAL oriented to each record's strand (flag 0x10), NM, MD and AS from the hit of a
+    mapped record, HN:i from n_loci, then the record's tags and the read group's."""
+    m = records.read.size
+    if m == 0:
+        return b""
+    read, hit = np.asarray(records.read, np.int64), np.asarray(records.hit, np.int64)
+    n = len(batch)
+    strand = (np.asarray(records.flag) & 16) // 16
+    mapped = hit >= 0
+    quals = _objects([b"*"] * n if batch.quals is None else batch.quals)
+    oriented = read + n * strand
+    seq_col = _with_reverse(batch.seqs, strand, complement=True)[oriented]
+    qual_col = quals[read] if batch.quals is None else _with_reverse(batch.quals, strand, complement=False)[oriented]
+    contigs = _objects([b"*"] + _to_bytes(list(contig_names)))
+    mate_contig = np.asarray(records.mate_contig, np.int64)
+    rnext = contigs[mate_contig + 1]
+    rnext[(mate_contig == np.asarray(records.contig)) & (mate_contig >= 0)] = b"="
+    cigar = _objects([b"*"] * m)
+    alignment_tags = _objects([b""] * m)
+    at = hit[mapped]
+    if at.size:
+        cigar[mapped] = _column(hits.cigar, at)
+        alignment_tags[mapped] = (_ints(np.asarray(hits.nm)[at], "NM:i:", "\tMD:Z:") + _column(hits.md, at)
+                                  + _ints(-np.asarray(hits.dist, np.int64)[at], "\tAS:i:", "\t"))
+    tail = alignment_tags + _ints(np.asarray(n_loci, np.int64)[read], "HN:i:") + records.tags \
+        + read_group_tag(read_group_id)
+    lines = list(map(b"\t".join, zip(
+        _objects(_to_bytes(list(names)))[read].tolist(), _ints(records.flag).tolist(),
+        contigs[np.asarray(records.contig, np.int64) + 1].tolist(), _ints(np.maximum(records.pos, -1) + 1).tolist(),
+        _ints(records.mapq).tolist(), cigar.tolist(), rnext.tolist(),
+        _ints(np.maximum(records.mate_pos, -1) + 1).tolist(), _ints(records.tlen).tolist(),
+        seq_col.tolist(), qual_col.tolist(), tail.tolist())))
+    lines.append(b"")
+    return b"\n".join(lines)
 
 
 @dataclass

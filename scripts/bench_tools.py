@@ -9,6 +9,7 @@ two commands (bwa aln + samse) is charged the sum of their wall times and the la
 from __future__ import annotations
 
 import glob
+import math
 import os
 import re
 import shutil
@@ -50,6 +51,7 @@ class Measured:
     commands: list[str] = field(default_factory=list)
     reused: bool = False  # measured by an earlier run (scripts/bench --reuse-index)
     why: str = ""  # why it failed: the exit status and the last line the command wrote to the log
+    cpu: float = float("nan")  # user + system seconds, where GNU time measured them
 
 
 def _last_line(log_path: str, start: int) -> str:
@@ -101,8 +103,9 @@ class Runner:
                 log.write(f"$ {step.text()}\n")
                 log.flush()
                 start = log.tell()
-                wall, peak, rc = self._measure(step, log)
+                wall, peak, rc, cpu = self._measure(step, log)
                 result.wall += wall
+                result.cpu = cpu if math.isnan(result.cpu) else result.cpu + cpu
                 result.peak_mib = max(result.peak_mib, peak)
                 if rc != 0:
                     result.ok = False
@@ -111,7 +114,7 @@ class Runner:
                     break
         return result
 
-    def _measure(self, step: Step, log) -> tuple[float, float, int]:
+    def _measure(self, step: Step, log) -> tuple[float, float, int, float]:
         with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
             if self.gnu_time:
                 argv = [self.gnu_time, "-v", "-o", rss.name, *step.argv]
@@ -126,11 +129,15 @@ class Runner:
                 if step.stdout:
                     out.close()
             text = rss.read()
+        cpu = float("nan")
         if self.gnu_time:
+            seconds = [float(line.split(":")[1]) for line in text.splitlines()
+                       if line.strip().startswith(("User time", "System time"))]
+            cpu = sum(seconds) if len(seconds) == 2 else cpu
             kib = [line.split(":")[1] for line in text.splitlines() if "Maximum resident set size" in line]
             text = kib[0] if kib else ""
         peak = int(text) / 1024 if text.strip() else float("nan")
-        return wall, peak, rc
+        return wall, peak, rc, cpu
 
 
 @dataclass

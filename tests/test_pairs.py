@@ -1,0 +1,449 @@
+"""marose map on paired-end reads: record for record what a pair oracle (the single-end oracle plus
+the pairing rules, written again here) says; mate fields as samtools fixmate computes them;
+flagstat's counts; the same bytes across batch sizes and lanes; clear errors on bad input."""
+
+import os
+import re
+import statistics
+
+import numpy as np
+import pysam
+import pytest
+
+from conftest import LAMBDA, write_fasta
+from indexer import cli as index_cli
+from marose import cli, pairs
+from marose.dna import decode, reverse_complement
+from marose.oracle import oracle_map
+from marose.params import choose_filter
+from marose.reference import read_fasta
+
+K = 4
+LENGTH = 100
+
+
+def write_mates(path, mates, names, suffix):
+    with open(path, "w") as out:
+        for name, read in zip(names, mates):
+            seq = decode(read)
+            out.write(f"@{name}{suffix}\n{seq}\n+\n{'I' * len(seq)}\n")
+    return str(path)
+
+
+def simulate_pairs(ref, n, rng, layout="FR"):
+    """Pairs in the layout's orientation (FR, RF or FF), insert 300 +- 30, up to K edits a mate;
+    some mates noisy beyond K, some pairs with mates from far apart, a few in another orientation."""
+    genome = ref.codes
+    first, second = [], []
+    for i in range(n):
+        contig = rng.integers(len(ref.names))
+        lo, hi = int(ref.offsets[contig]), int(ref.offsets[contig + 1])
+        insert = int(np.clip(rng.normal(300, 30), LENGTH, hi - lo))
+        start = int(rng.integers(lo, max(lo + 1, hi - insert)))
+        left, right = genome[start:start + LENGTH].copy(), genome[start + insert - LENGTH:start + insert].copy()
+        if i % 11 == 5:  # the second mate from somewhere else
+            elsewhere = int(rng.integers(0, ref.total_length - LENGTH))
+            right = genome[elsewhere:elsewhere + LENGTH].copy()
+        for read in (left, right):
+            edits = 8 if i % 13 == 7 and read is right else int(rng.integers(0, K + 1))
+            where = rng.choice(LENGTH, edits, replace=False)
+            read[where] = (read[where] + rng.integers(1, 4, edits)) % 4
+        kind = layout if i % 17 != 3 else ("RF" if layout == "FR" else "FR")
+        if kind == "FF":
+            mate1, mate2 = (left, right) if rng.integers(2) else (reverse_complement(right), reverse_complement(left))
+        else:
+            mate1, mate2 = (left, reverse_complement(right)) if kind == "FR" else (reverse_complement(left), right)
+            if rng.integers(2):
+                mate1, mate2 = mate2, mate1
+        first.append(mate1)
+        second.append(mate2)
+    return first, second
+
+
+# --- the pair oracle --------------------------------------------------------------------------
+
+def five(h):
+    return h.end + 1 if h.strand else h.start
+
+
+def orientation(a, b):
+    fa, fb = five(a), five(b)
+    lead = a if fa <= fb else b
+    return "FF" if a.strand == b.strand else ("FR" if lead.strand == 0 else "RF")
+
+
+def single_mapq(loci):
+    if len(loci) == 1:
+        return 60
+    return min(59, 20 * max(0, loci[1].dist - loci[0].dist))
+
+
+def oracle_pairs(ref, first, second, k, rescue=2 * K):
+    """Each pair's expected records (mate 1's, mate 2's) and the learned orientation and bounds,
+    by the rules in marose.pairs."""
+    contigs = [ref.codes[a:b] for a, b in zip(ref.offsets[:-1], ref.offsets[1:])]
+    n = len(first)
+
+    def loci_of(k):
+        by_read = [[] for _ in range(2 * n)]
+        for h in oracle_map(contigs, first + second, k):
+            by_read[h.read].append(h)
+        return [sorted(loci, key=lambda h: (h.dist, h.strand, h.contig, h.end)) for loci in by_read]
+
+    within = loci_of(k)
+    wider = loci_of(rescue) if rescue else None
+    kinds, sizes = [], []
+    for a, b in zip(within[:n], within[n:]):
+        if len(a) == 1 and len(b) == 1 and a[0].contig == b[0].contig:
+            kinds.append(orientation(a[0], b[0]))
+            sizes.append(abs(five(b[0]) - five(a[0])))
+    kind = max(("FR", "RF", "FF"), key=kinds.count)  # the first of the commonest
+    chosen = [s for s, o in zip(sizes, kinds) if o == kind]
+    median = statistics.median(chosen)
+    mad = statistics.median([abs(s - median) for s in chosen])
+    low, high = max(1, int(np.floor(median - 4 * 1.4826 * mad))), int(np.ceil(median + 4 * 1.4826 * mad))
+
+    def proper(x, y):  # x of mate 1, y of mate 2
+        return x.contig == y.contig and orientation(x, y) == kind and low <= abs(five(y) - five(x)) <= high
+
+    def combos(a, b):
+        return sorted((x.dist + y.dist, i, j) for i, x in enumerate(a) for j, y in enumerate(b) if proper(x, y))
+
+    def rescued(anchors, own, candidates, anchor_first):
+        """The partner's loci within the rescue budget proper with one of the anchors' best."""
+        seen = {(h.strand, h.contig, h.end) for h in own}
+        found = {}
+        for x in anchors[:pairs.RESCUE_ANCHORS]:
+            for y in candidates:
+                if (proper(x, y) if anchor_first else proper(y, x)) and (y.strand, y.contig, y.end) not in seen:
+                    found[(y.strand, y.contig, y.end)] = y
+        return sorted(found.values(), key=lambda h: (h.dist, h.strand, h.contig, h.end))
+
+    expected = []
+    for p in range(n):
+        a, b = within[p], within[n + p]
+        extra_a, extra_b = [], []
+        if rescue and not combos(a, b):
+            extra_b = rescued(a, b, wider[n + p], True)
+            extra_a = rescued(b, a, wider[p], False)
+        all_a, all_b = a + extra_a, b + extra_b
+        found = combos(all_a, all_b)
+        if found:
+            i, j = found[0][1], found[0][2]
+            pair_q = 60 if len(found) == 1 else min(59, 20 * (found[1][0] - found[0][0]))
+            q1 = max(pair_q, single_mapq(all_a) if i == 0 and a else 0)
+            q2 = max(pair_q, single_mapq(all_b) if j == 0 and b else 0)
+        else:
+            i, j = (0 if a else None), (0 if b else None)
+            q1 = single_mapq(a) if a else 0
+            q2 = single_mapq(b) if b else 0
+        expected.append((mate_records(all_a, len(a), i, all_b, j, 64, bool(found), q1),
+                         mate_records(all_b, len(b), j, all_a, i, 128, bool(found), q2)))
+    return expected, (kind, low, high)
+
+
+def mate_records(own, n_own, i, other, j, bit, is_proper, mapq):
+    """(flag, contig, pos, mapq, cigar, mate contig, mate pos, tlen, NM, HN, MC, rescued) of one
+    mate's records, primary first; own[n_own:] are rescued loci."""
+    mine = own[i] if i is not None else None
+    mate = other[j] if j is not None else None
+    place = mine or mate
+    contig, pos = (place.contig, place.start) if place else (-1, -1)
+    mate_contig, mate_pos = (mate.contig, mate.start) if mate else (contig, pos)
+    flag = 1 | bit | (2 if is_proper else 0) | (0 if mate else 8) | (32 if mate and mate.strand else 0)
+    mc = mate.cigar if mate else None
+    if mine is None:
+        return [(flag | 4, contig, pos, 0, None, mate_contig, mate_pos, 0, None, 0, mc, False)]
+    mc = mate.cigar if mate else "*"
+    tlen = five(mate) - five(mine) if mate and mate.contig == mine.contig else 0
+    rest = [x for x in range(len(own)) if x != i]
+    out = [(flag | 16 * mine.strand, mine.contig, mine.start, mapq, mine.cigar, mate_contig, mate_pos, tlen, mine.nm,
+            n_own, mc, i >= n_own)]
+    for x in rest[:cli.DEFAULT_MAX_HITS - 1]:
+        h = own[x]
+        out.append((flag & ~2 | 16 * h.strand | 256, h.contig, h.start, 0, h.cigar, mate_contig, mate_pos, 0,
+                    h.nm, n_own, mc, x >= n_own))
+    return out
+
+
+def sam_records(path):
+    """Each pair's records as mate_records writes them: (mate 1's, mate 2's)."""
+    found = {}
+    with pysam.AlignmentFile(str(path), check_sq=False) as sam:
+        for r in sam:
+            mapped = not r.is_unmapped
+            record = (r.flag, r.reference_id, r.reference_start, r.mapping_quality, r.cigarstring if mapped else None,
+                      r.next_reference_id, r.next_reference_start, r.template_length,
+                      r.get_tag("NM") if mapped else None, r.get_tag("HN"),
+                      r.get_tag("MC") if r.has_tag("MC") else None, r.has_tag("XR"))
+            found.setdefault(r.query_name, ([], []))[0 if r.is_read1 else 1].append(record)
+    return found
+
+
+def build_index(fasta):
+    assert index_cli.main([fasta, "-q"]) == 0
+    return fasta + ".marose"
+
+
+def run_map(*args):
+    return cli.main(["map", "-q", *map(str, args)])
+
+
+@pytest.fixture(scope="module")
+def lambda_pairs(tmp_path_factory):
+    """Lambda cut into two contigs plus a copy of 200 bases (so some mates have several loci),
+    120 pairs and their FASTQ files."""
+    folder = tmp_path_factory.mktemp("pairs")
+    seq = decode(read_fasta(LAMBDA).codes)
+    fasta = write_fasta(folder / "lambda2.fa", {"left": seq[:30000], "right": seq[30000:], "short": seq[1000:1200]})
+    ref = read_fasta(fasta)
+    first, second = simulate_pairs(ref, 120, np.random.default_rng(20))
+    names = [f"p{i}" for i in range(len(first))]
+    return (fasta, build_index(fasta), ref, first, second,
+            write_mates(folder / "r1.fq", first, names, "/1"), write_mates(folder / "r2.fq", second, names, "/2"))
+
+
+def test_pairs_equal_the_pair_oracle_record_for_record(lambda_pairs, tmp_path):
+    fasta, index, ref, first, second, fq1, fq2 = lambda_pairs
+    from indexer import store
+
+    params = store.load(index).params  # every mate has the filter's guarantee: no locus may be missed
+    assert choose_filter(LENGTH, K, params.mask, params.ln, ref.total_length, 1.0, True).guaranteed
+    out = tmp_path / "out.sam"
+    assert run_map("-x", index, fq1, fq2, "-o", out, "-k", K) == 0
+    expected, (kind, low, high) = oracle_pairs(ref, first, second, K)
+    got = sam_records(out)
+    assert list(got) == [f"p{i}" for i in range(len(first))]  # pairs in input order
+    for i, want in enumerate(expected):
+        assert got[f"p{i}"] == (want[0], want[1]), f"pair p{i}"
+    flags = [r[0] for mates in got.values() for mate in mates for r in mate]
+    assert kind == "FR" and 150 < low < 300 < high < 450
+    assert sum(f & 2 > 0 for f in flags) > 150  # most pairs proper
+    assert any(f & 256 for f in flags) and any(f & 4 for f in flags) and any(f & 8 for f in flags)
+    assert any(not f & 2 and not f & 12 and not f & 256 for f in flags)  # both mapped, not proper
+    rescued = [r for mates in got.values() for mate in mates for r in mate if r[11]]
+    assert len(rescued) >= 5 and all(K < r[8] <= 2 * K and r[9] == 0 for r in rescued)  # XR:i:1, HN:i:0
+
+
+@pytest.mark.parametrize("layout", ["RF", "FF"])
+def test_other_orientations_equal_the_pair_oracle(lambda_pairs, tmp_path, layout):
+    fasta, index, ref = lambda_pairs[:3]
+    first, second = simulate_pairs(ref, 60, np.random.default_rng(21), layout)
+    names = [f"p{i}" for i in range(len(first))]
+    fq1, fq2 = write_mates(tmp_path / "r1.fq", first, names, "/1"), write_mates(tmp_path / "r2.fq", second, names, "/2")
+    out = tmp_path / "out.sam"
+    assert run_map("-x", index, fq1, fq2, "-o", out, "-k", K) == 0
+    expected, (kind, low, high) = oracle_pairs(ref, first, second, K)
+    assert kind == layout
+    got = sam_records(out)
+    for i, want in enumerate(expected):
+        assert got[f"p{i}"] == (want[0], want[1]), f"pair p{i}"
+    records = [r for mates in got.values() for mate in mates for r in mate]
+    assert sum(r[0] & 2 > 0 for r in records) > 40 and any(r[11] for r in records)  # proper, and rescued
+
+
+def test_without_rescue_fewer_pairs_are_proper(lambda_pairs, tmp_path):
+    fasta, index, ref, first, second, fq1, fq2 = lambda_pairs
+    out = tmp_path / "out.sam"
+    assert run_map("-x", index, fq1, fq2, "-o", out, "-k", K, "--rescue-errors", 0) == 0
+    expected, _ = oracle_pairs(ref, first, second, K, rescue=0)
+    got = sam_records(out)
+    for i, want in enumerate(expected):
+        assert got[f"p{i}"] == (want[0], want[1]), f"pair p{i}"
+    assert not any(r[11] for mates in got.values() for mate in mates for r in mate)
+
+
+def test_mate_fields_agree_with_samtools_fixmate_and_flagstat_with_the_oracle(lambda_pairs, tmp_path):
+    fasta, index, ref, first, second, fq1, fq2 = lambda_pairs
+    out, fixed = tmp_path / "out.sam", tmp_path / "fixed.sam"
+    assert run_map("-x", index, fq1, fq2, "-o", out, "-k", K) == 0
+    assert pysam.quickcheck(str(out)) == ""
+    pysam.fixmate("-p", "-O", "sam", str(out), str(fixed), catch_stdout=False)
+
+    def primaries(path):
+        with pysam.AlignmentFile(str(path), check_sq=False) as sam:
+            return [(r.query_name, r.flag, r.reference_id, r.reference_start, r.next_reference_id,
+                     r.next_reference_start, r.template_length, r.get_tag("MC") if r.has_tag("MC") else None)
+                    for r in sam if not r.is_secondary]
+
+    mine, theirs = primaries(out), primaries(fixed)
+    assert len(mine) == 2 * len(first)
+    assert mine == theirs
+
+    expected, _ = oracle_pairs(ref, first, second, K)
+    records = [r for pair in expected for mate in pair for r in mate]
+    primary = [r for r in records if not r[0] & 256]
+    report = pysam.flagstat(str(out))
+
+    def count(label):
+        return int(re.search(rf"^(\d+) \+ 0 {re.escape(label)}", report, re.M).group(1))
+
+    assert count("secondary") == sum(1 for r in records if r[0] & 256)
+    assert count("paired in sequencing") == count("primary") == 2 * len(first)
+    assert count("read1") == count("read2") == len(first)
+    assert count("properly paired") == sum(1 for r in primary if r[0] & 2)
+    assert count("with itself and mate mapped") == sum(1 for r in primary if not r[0] & 12)
+    assert count("singletons") == sum(1 for r in primary if r[0] & 8 and not r[0] & 4)
+
+
+def test_output_is_identical_across_batch_sizes_lanes_and_xa(lambda_pairs, tmp_path, monkeypatch):
+    """The insert size comes from the first LEARN_PAIRS pairs whatever the batches; batches after
+    them are mapped in the lanes."""
+    fasta, index, ref, first, second, fq1, fq2 = lambda_pairs
+    monkeypatch.setattr(pairs, "LEARN_PAIRS", 50)
+    outputs = {}
+    for lanes, batch, xa in [(1, 1000, False), (1, 7, False), (3, 1, False), (3, 13, False), (1, 1000, True),
+                             (3, 5, True)]:
+        monkeypatch.setattr(cli, "mapping_lanes", lambda device, on_device: lanes)
+        out = tmp_path / f"o{lanes}_{batch}_{xa}.sam"
+        assert run_map("-x", index, fq1, fq2, "-o", out, "-k", K, "--batch-size", batch, *(["--xa"] if xa else [])) == 0
+        outputs.setdefault(xa, []).append([line for line in open(out) if not line.startswith("@PG")])
+    segmented = tmp_path / "segmented"
+    assert index_cli.main([fasta, "-q", "-o", str(segmented), "--segment-size", "9000"]) == 0
+    out = tmp_path / "segmented.sam"
+    assert run_map("-x", segmented, fq1, fq2, "-o", out, "-k", K, "--batch-size", 9) == 0
+    outputs[False].append([line for line in open(out) if not line.startswith("@PG")])
+    for runs in outputs.values():
+        assert all(run == runs[0] for run in runs[1:]) and len(runs[0]) > 240
+    assert not any(int(line.split("\t")[1]) & 256 for line in outputs[True][0] if not line.startswith("@"))
+    assert any("XA:Z:" in line for line in outputs[True][0])
+
+
+def test_interleaved_input_and_a_given_insert_size(lambda_pairs, tmp_path):
+    fasta, index, ref, first, second, fq1, fq2 = lambda_pairs
+    both = tmp_path / "both.fq"
+    lines1, lines2 = open(fq1).read().splitlines(), open(fq2).read().splitlines()
+    with open(both, "w") as out:
+        for i in range(0, len(lines1), 4):
+            out.write("\n".join(lines1[i:i + 4] + lines2[i:i + 4]) + "\n")
+    two, one = tmp_path / "two.sam", tmp_path / "one.sam"
+    assert run_map("-x", index, fq1, fq2, "-o", two, "-k", K, "-I", "300,30") == 0
+    assert run_map("-x", index, "--interleaved", both, "-o", one, "-k", K, "-I", "300,30") == 0
+    body = [[line for line in open(path) if not line.startswith("@PG")] for path in (two, one)]
+    assert body[0] == body[1]
+    tlens = [abs(int(line.split("\t")[8])) for line in body[0] if not line.startswith("@")
+             and int(line.split("\t")[1]) & 2]
+    assert tlens and 180 <= min(tlens) and max(tlens) <= 420  # 300 +- 4 x 30
+    bam = tmp_path / "one.bam"
+    assert run_map("-x", index, "--interleaved", both, "-o", bam, "-k", K, "-I", "300,30") == 0
+    assert pysam.quickcheck(str(bam)) == "" and sam_records(bam) == sam_records(one)
+
+
+def test_interleaved_gzip_on_stdin_and_mate_1_gzip_from_a_file(lambda_pairs, tmp_path):
+    import gzip
+    import subprocess
+    import sys
+
+    fasta, index, ref, first, second, fq1, fq2 = lambda_pairs
+    lines1, lines2 = open(fq1).read().splitlines(), open(fq2).read().splitlines()
+    both = "".join("\n".join(lines1[i:i + 4] + lines2[i:i + 4]) + "\n" for i in range(0, len(lines1), 4))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+    def marose(*args, stdin=None):
+        done = subprocess.run([sys.executable, "-m", "marose.cli", "map", "-q", "-x", index, "-k", str(K), *args],
+                              input=stdin, capture_output=True, cwd=root)
+        assert done.returncode == 0, done.stderr
+        return [line for line in done.stdout.decode().splitlines() if not line.startswith("@PG")]
+
+    gz1 = tmp_path / "r1.fq.gz"
+    gz1.write_bytes(gzip.compress(open(fq1, "rb").read()))
+    from_stdin = marose("--interleaved", "-", stdin=gzip.compress(both.encode()))
+    from_files = marose(str(gz1), fq2)
+    assert from_stdin == from_files and len(from_files) > 240
+
+
+def test_one_file_keeps_single_end_output(lambda_pairs, tmp_path):
+    fasta, index, ref, first, second, fq1, fq2 = lambda_pairs
+    out = tmp_path / "single.sam"
+    assert run_map("-x", index, fq1, "-o", out, "-k", K) == 0
+    flags = {int(line.split("\t")[1]) for line in open(out) if not line.startswith("@")}
+    assert flags <= {0, 4, 16, 256, 272}
+    assert all("/1\t" in line for line in open(out) if not line.startswith("@"))
+
+
+def write_text(path, text):
+    path.write_text(text)
+    return str(path)
+
+
+RECORD = "@{}\nACGTACGTACGTACGTACGTACGTACGTACGTACGTACGT\n+\nIIIIIIIIIIIIIIIIIIIIIIIIIIIIIIIIIIIIIIII\n"
+
+
+@pytest.mark.parametrize("case,message", [
+    ("names", "has mates named 'a' and 'b'"),
+    ("second_short", "r2.fq ends before"),
+    ("first_short", "r1.fq ends before"),
+    ("odd", "odd number of records"),
+    ("empty_second", "no reads in"),
+    ("empty_first", "no reads in"),
+])
+def test_bad_pairs_give_a_clear_error_and_no_output(lambda_pairs, tmp_path, capsys, case, message):
+    index = lambda_pairs[1]
+    r1, r2 = tmp_path / "r1.fq", tmp_path / "r2.fq"
+    two = [RECORD.format(f"x{i}/1") for i in range(3)], [RECORD.format(f"x{i}/2") for i in range(3)]
+    files = {"names": (RECORD.format("a/1"), RECORD.format("b/2")),
+             "second_short": ("".join(two[0]), "".join(two[1][:2])),
+             "first_short": ("".join(two[0][:2]), "".join(two[1])),
+             "empty_second": ("".join(two[0]), ""),
+             "empty_first": ("", "".join(two[1]))}
+    out = tmp_path / "out.sam"
+    if case == "odd":
+        args = ["--interleaved", write_text(r1, "".join(two[0]))]
+    else:
+        args = [write_text(r1, files[case][0]), write_text(r2, files[case][1])]
+    assert run_map("-x", index, *args, "-o", out, "--batch-size", 2) == 1
+    assert message in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(a) for a in args if a.endswith(".fq"))
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--interleaved", "A", "B"], "give one read file"),
+    (["-I", "300,30", "A"], "-I is for paired-end"),
+    (["-I", "x", "A", "B"], "give the insert size as mean,sd"),
+])
+def test_bad_pair_options(lambda_pairs, tmp_path, capsys, args, message):
+    index = lambda_pairs[1]
+    for name in ("A", "B"):
+        (tmp_path / name).write_text(RECORD.format("a"))
+    os.chdir(tmp_path)
+    assert run_map("-x", index, *args) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_insert_size_from_the_commonest_orientation_median_and_mad():
+    kinds = np.array([0] * 11 + [1] * 5)
+    sizes = np.array([290, 300, 310, 295, 305, 300, 280, 320, 300, 299, 301] + [50] * 5)
+    insert, counts = pairs.learn_insert(kinds, sizes)
+    assert counts.tolist() == [11, 5, 0]
+    mad = statistics.median([abs(s - 300) for s in sizes[:11]])
+    assert (insert.orientation, insert.center, insert.spread) == (0, 300, mad)
+    assert (insert.low, insert.high) == (int(np.floor(300 - 4 * 1.4826 * mad)), int(np.ceil(300 + 4 * 1.4826 * mad)))
+    assert pairs.learn_insert(kinds[:9], sizes[:9])[0] is None  # too few unique pairs: none learned
+    assert pairs.learn_insert(np.array([2] * 10 + [0] * 10), np.arange(20) + 100)[0].orientation == 0  # FR on a tie
+
+
+def test_given_insert_size_is_fr_within_four_sd():
+    given = pairs.given_insert("300,30")
+    assert (given.orientation, given.low, given.high) == (0, 180, 420)
+    assert (pairs.given_insert("500").low, pairs.given_insert("500").high) == (300, 700)  # sd: 10% of the mean
+
+
+def test_orientation_of_two_loci():
+    # 5' ends: forward at the start, reverse one past the end
+    assert pairs.five_prime(np.array([0, 1]), np.array([100, 100]), np.array([199, 199])).tolist() == [100, 200]
+    fr = pairs.orientation(np.array([0, 1]), np.array([100, 400]), np.array([1, 0]), np.array([400, 100]))
+    rf = pairs.orientation(np.array([1, 0]), np.array([100, 400]), np.array([0, 1]), np.array([400, 100]))
+    ff = pairs.orientation(np.array([0, 1]), np.array([100, 100]), np.array([0, 1]), np.array([400, 50]))
+    assert fr.tolist() == [0, 0] and rf.tolist() == [1, 1] and ff.tolist() == [2, 2]
+
+
+def test_too_few_unique_pairs_leave_every_pair_improper_with_a_warning(lambda_pairs, tmp_path, capsys):
+    fasta, index, ref, first, second, fq1, fq2 = lambda_pairs
+    r1, r2 = tmp_path / "r1.fq", tmp_path / "r2.fq"
+    r1.write_text("".join(open(fq1).readlines()[:16]))
+    r2.write_text("".join(open(fq2).readlines()[:16]))
+    out = tmp_path / "out.sam"
+    assert cli.main(["map", "-x", index, str(r1), str(r2), "-o", str(out), "-k", str(K)]) == 0
+    assert "no insert size is learned" in capsys.readouterr().err
+    flags = [int(line.split("\t")[1]) for line in open(out) if not line.startswith("@")]
+    assert len(flags) >= 8 and not any(f & 2 for f in flags) and all(f & 1 for f in flags)
