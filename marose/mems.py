@@ -1,0 +1,303 @@
+"""Maximal exact matches between a reference and queries on a device (GPUMEM), written as
+`mummer -maxmatch -b -n` writes them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import numpy as np
+
+from .dna import N_CODE, encode, reverse_complement
+from .errors import MaroseError
+
+MIN_LENGTH = 10  # the shortest L: shorter seeds would hit nearly everywhere
+MAX_SEED_LEN = 13  # GPUMEM's seed length; shorter for L below it
+MAX_BUCKET_BITS = 24  # a tile's bucket table holds at most 2^24 + 1 starts
+SCAN_GROUP = 256
+SCAN_PART = SCAN_GROUP * 4  # values a work-group of scan_parts sums (SCAN_ITEMS in cl/mems.cl)
+PROGRAM = ("scan.cl", "mems.cl")
+TILE_SAMPLES = 1 << 26  # seeds of a reference tile's index, at most
+WINDOW = 1 << 22  # query positions looked up at once, at most
+MAX_HITS = 1 << 22  # hits extended at once; a window with more is split
+QUERY_BATCH = 4096  # query sequences read at a time
+_DNA_LETTERS = np.zeros(256, dtype=bool)
+_DNA_LETTERS[np.frombuffer(b"ACGTUNRYKMSWBDHV", np.uint8)] = True
+
+
+@dataclass(frozen=True)
+class MemParams:
+    """L, the seed length and GPUMEM's sampling step L - seed length + 1, which puts a sampled
+    seed inside every match of length L or more."""
+
+    min_length: int
+
+    def __post_init__(self):
+        if self.min_length < MIN_LENGTH:
+            raise MaroseError(f"-l {self.min_length}: marose finds matches of {MIN_LENGTH} bases or more; "
+                              f"use -l {MIN_LENGTH} or more")
+
+    @property
+    def seed_len(self) -> int:
+        return min(MAX_SEED_LEN, self.min_length)
+
+    @property
+    def step(self) -> int:
+        return self.min_length - self.seed_len + 1
+
+
+@dataclass
+class Mems:
+    """Matches as (reference start, query start, length), positions in the joined sequences."""
+
+    ref: np.ndarray
+    qry: np.ndarray
+    length: np.ndarray
+
+    @classmethod
+    def concat(cls, parts: list[Mems]) -> Mems:
+        if not parts:
+            return cls(*(np.zeros(0, np.uint32) for _ in range(3)))
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("ref", "qry", "length")))
+
+
+def joined(seqs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Sequences of codes end to end with a code 4 between each two (so that no match spans
+    two), and where each starts."""
+    lengths = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
+    starts = np.concatenate(([0], np.cumsum(lengths + 1)[:-1])).astype(np.int64)
+    out = np.full(int(lengths.sum() + max(len(seqs) - 1, 0)), N_CODE, dtype=np.uint8)
+    for seq, start in zip(seqs, starts):
+        out[start:start + len(seq)] = seq
+    return out, starts
+
+
+class MemFinder:
+    """The engine for one reference on one device: the reference's codes (contigs joined by
+    `joined`) stay on the device; the seed index of each tile is built there when needed, and
+    kept when the reference is one tile."""
+
+    def __init__(self, device, ref: np.ndarray, params: MemParams, tile_samples: int = TILE_SAMPLES,
+                 window: int = WINDOW, max_hits: int = MAX_HITS):
+        self.device, self.params = device, params
+        self.ref_len = int(ref.size)
+        self.ref = device.to_device(ref)
+        n_samples = -(-self.ref_len // params.step)
+        self.tiles = [(first * params.step, min(tile_samples, n_samples - first))
+                      for first in range(0, n_samples, tile_samples)]
+        bits = max(1, min(2 * params.seed_len, MAX_BUCKET_BITS, int(np.ceil(np.log2(max(2, self.tiles[0][1]))))))
+        self.bucket_shift = 2 * params.seed_len - bits
+        self.n_buckets = 1 << bits
+        self.window = window
+        self.max_hits = max(max_hits, self.tiles[0][1])
+        self.defines = {"SEED_LEN": params.seed_len, "STEP": params.step, "MIN_LENGTH": params.min_length,
+                        "BUCKET_SHIFT": self.bucket_shift, "WG": SCAN_GROUP}
+        self._kept_index = None
+
+    def kernel(self, name: str):
+        return self.device.kernel(PROGRAM, name, self.defines)
+
+    def find(self, qry: np.ndarray) -> Mems:
+        """Every maximal exact match of at least L between the reference and the query codes."""
+        if qry.size == 0:
+            return Mems.concat([])
+        on_device = self.device.to_device(qry)
+        found = []
+        for tile in self.tiles:
+            index = self.index(tile)
+            for begin in range(0, qry.size, self.window):
+                found += self._window(index, on_device, qry.size, begin, min(qry.size, begin + self.window))
+        return Mems.concat(found)
+
+    def index(self, tile: tuple[int, int]):
+        """(bucket starts, seed keys, seed positions) of a tile's sampled seeds, on the device."""
+        if self._kept_index is not None and self._kept_index[0] == tile:
+            return self._kept_index[1]
+        d, u32 = self.device, np.uint32
+        start, n_samples = tile
+        keys, counts = d.empty(4 * n_samples), d.zeros(4 * (self.n_buckets + 1))
+        d.launch(self.kernel("sample_seeds"), _groups(n_samples), None, self.ref, u32(self.ref_len), u32(start),
+                 u32(n_samples), keys, counts)
+        bucket_start, n_seeds = self.scan(counts, self.n_buckets)
+        seed_keys, seed_pos = d.empty(4 * n_seeds), d.empty(4 * n_seeds)
+        d.launch(self.kernel("place_seeds"), _groups(n_samples), None, keys, u32(start), u32(n_samples), bucket_start,
+                 counts, seed_keys, seed_pos)
+        d.launch(self.kernel("sort_buckets"), _groups(self.n_buckets), None, bucket_start, u32(self.n_buckets),
+                 seed_keys, seed_pos)
+        index = (bucket_start, seed_keys, seed_pos)
+        if len(self.tiles) == 1:
+            self._kept_index = (tile, index)
+        return index
+
+    def scan(self, values, n: int) -> tuple[object, int]:
+        """The exclusive prefix sums of values[0, n), one more at n (the total), and the total."""
+        d, u32 = self.device, np.uint32
+        n_parts = max(1, -(-n // SCAN_PART))
+        sums, part_total = d.empty(4 * (n + 1)), d.empty(4 * (n_parts + 1))
+        d.launch(self.kernel("scan_parts"), (n_parts * SCAN_GROUP,), (SCAN_GROUP,), values, u32(n), sums, part_total)
+        d.launch(self.kernel("scan_totals"), (SCAN_GROUP,), (SCAN_GROUP,), part_total, u32(n_parts))
+        d.launch(self.kernel("add_totals"), _groups(n + 1), None, sums, u32(n), part_total)
+        return sums, int(d.read(part_total, np.uint32, n_parts + 1)[-1])
+
+    def _window(self, index, qry, q_len: int, begin: int, end: int) -> list[Mems]:
+        """The matches whose seed hit lies at query positions [begin, end): windows with more
+        hits than max_hits are split in two."""
+        d, u32 = self.device, np.uint32
+        bucket_start, seed_keys, seed_pos = index
+        n = end - begin
+        first, count = d.empty(4 * n), d.empty(4 * n)
+        d.launch(self.kernel("count_hits"), _groups(n), None, qry, u32(q_len), u32(begin), u32(n), bucket_start,
+                 seed_keys, first, count)
+        hit_start, n_hits = self.scan(count, n)
+        if n_hits > self.max_hits and n > 1:
+            middle = begin + n // 2
+            return self._window(index, qry, q_len, begin, middle) + self._window(index, qry, q_len, middle, end)
+        if n_hits == 0:
+            return []
+        hit_q, hit_entry = d.empty(4 * n_hits), d.empty(4 * n_hits)
+        d.launch(self.kernel("list_hits"), _groups(n), None, u32(begin), u32(n), first, count, hit_start, hit_q,
+                 hit_entry)
+        mem = [d.empty(4 * n_hits) for _ in range(3)]
+        keep = d.empty(4 * n_hits)
+        d.launch(self.kernel("extend_hits"), _groups(n_hits), None, self.ref, u32(self.ref_len), qry, u32(q_len),
+                 hit_q, hit_entry, seed_pos, u32(n_hits), *mem, keep)
+        place, n_kept = self.scan(keep, n_hits)
+        if n_kept == 0:
+            return []
+        out = [d.empty(4 * n_kept) for _ in range(3)]
+        d.launch(self.kernel("gather_mems"), _groups(n_hits), None, u32(n_hits), keep, place, *mem, *out)
+        return [Mems(*(d.read(buffer, np.uint32, n_kept) for buffer in out))]
+
+
+def _groups(n: int) -> tuple[int]:
+    from .device import groups
+
+    return groups(n, 64)
+
+
+@dataclass
+class QueryBatch:
+    """Query sequences joined (forward, and the reverse complement of the whole), with names."""
+
+    names: list[str]
+    starts: np.ndarray  # of each sequence in forward
+    lengths: np.ndarray
+    forward: np.ndarray
+
+    @property
+    def reverse(self) -> np.ndarray:
+        return reverse_complement(self.forward)
+
+
+def query_batches(path: str, batch_size: int = QUERY_BATCH) -> Iterator[QueryBatch]:
+    """The queries of a FASTA or FASTQ file (gzip or not, '-' for stdin) in batches; a sequence
+    holding anything but IUPAC nucleotide letters is a MaroseError."""
+    from .reads import read_batches
+
+    for batch in read_batches(path, batch_size):
+        letters, offsets = batch.letters
+        offsets = offsets.astype(np.int64)
+        if not _DNA_LETTERS[letters[:offsets[-1]]].all():
+            at = int(np.argmin(_DNA_LETTERS[letters[:offsets[-1]]]))
+            i = int(np.searchsorted(offsets, at, side="right") - 1)
+            raise MaroseError(f"{'stdin' if path == '-' else path}: query '{batch.names[i]}' holds "
+                              f"{bytes([letters[at]])!r} at position {at - offsets[i] + 1}, which is not a "
+                              "nucleotide letter: give DNA sequences (FASTA or FASTQ)")
+        codes = encode(letters[:offsets[-1]].tobytes())
+        lengths = np.diff(offsets)
+        forward, starts = joined([codes[a:b] for a, b in zip(offsets[:-1], offsets[1:])])
+        yield QueryBatch(batch.names, starts, lengths, forward)
+
+
+def reference_codes(ref) -> tuple[np.ndarray, np.ndarray]:
+    """A Reference's contigs joined as the engine takes them (U and every letter other than A,
+    C, G and T match nothing, as with mummer -n), and where each starts."""
+    codes = ref.codes.copy()
+    codes[ref.iupac[:, 0]] = N_CODE
+    return joined([codes[a:b] for a, b in zip(ref.offsets[:-1], ref.offsets[1:])])
+
+
+class MummerWriter:
+    """Matches as `mummer -maxmatch -b -n` writes them: per query a '> name' line and its forward
+    matches, then '> name Reverse' and its reverse-complement ones, each line the reference
+    start, query start and length (1-based), after the reference name when there are several;
+    forward_coords (-c): a reverse match's query start is counted on the forward strand."""
+
+    def __init__(self, out, ref_names: list[str], ref_starts: np.ndarray, forward_coords: bool):
+        self.out, self.ref_names, self.ref_starts = out, ref_names, ref_starts
+        self.forward_coords = forward_coords
+        self.name_width = max(map(len, ref_names)) if len(ref_names) > 1 else 0
+
+    def write(self, batch: QueryBatch, forward: Mems, reverse: Mems) -> None:
+        fwd = self._by_query(batch, forward, False)
+        rev = self._by_query(batch, reverse, True)
+        text = []
+        for i, name in enumerate(batch.names):
+            text.append(f"> {name}\n")
+            text += fwd.get(i, [])
+            text.append(f"> {name} Reverse\n")
+            text += rev.get(i, [])
+        self.out.write("".join(text))
+
+    def _by_query(self, batch: QueryBatch, mems: Mems, is_reverse: bool) -> dict[int, list[str]]:
+        """The lines of each query's matches, by query index, ordered by query then reference start."""
+        qry = mems.qry.astype(np.int64)
+        if is_reverse:  # the reverse strand is the whole batch reversed: query i's last base comes first
+            last = batch.forward.size - 1 - qry
+            which = np.searchsorted(batch.starts, last, side="right") - 1
+            end = batch.starts[which] + batch.lengths[which]
+            at = last - batch.starts[which] + 1 if self.forward_coords else end - 1 - last + 1
+        else:
+            which = np.searchsorted(batch.starts, qry, side="right") - 1
+            at = qry - batch.starts[which] + 1
+        contig = np.searchsorted(self.ref_starts, mems.ref, side="right") - 1
+        ref_at = mems.ref.astype(np.int64) - self.ref_starts[contig] + 1
+        order = np.lexsort((ref_at, at, which))
+        lines: dict[int, list[str]] = {}
+        for i, c, r, q, n in zip(which[order].tolist(), contig[order].tolist(), ref_at[order].tolist(),
+                                 at[order].tolist(), mems.length[order].tolist()):
+            name = f"  {self.ref_names[c]:<{self.name_width}}" if self.name_width else ""
+            lines.setdefault(i, []).append(f"{name}{r:8d}  {q:8d}  {n:8d}\n")
+        return lines
+
+
+def find_mems(ref_path: str, query_path: str, min_length: int, forward_coords: bool, output: str | None,
+              device_spec: str | None, log: Callable[[str], None], verbose: bool = False) -> None:
+    """`marose mems`: writes the matches to output (stdout when None), all or nothing: the text
+    goes to a temporary file that replaces output (or is copied to stdout) once complete."""
+    from . import known_answer
+    from .device import Device
+    from .reference import read_fasta
+
+    params = MemParams(min_length)
+    if query_path != "-" and not os.path.isfile(query_path):
+        raise MaroseError(f"{query_path}: no such file")
+    reference = read_fasta(ref_path)
+    ref, ref_starts = reference_codes(reference)
+    device = Device(device_spec, verbose=verbose)
+    known_answer.ensure(device, ("mems",), log)
+    finder = MemFinder(device, ref, params)
+    where = os.path.dirname(os.path.abspath(output)) if output else None
+    fd, tmp = tempfile.mkstemp(dir=where, prefix=".marose-mems.", suffix=".txt")
+    try:
+        with os.fdopen(fd, "w") as out:
+            writer = MummerWriter(out, reference.names, ref_starts, forward_coords)
+            n_queries = n_mems = 0
+            for batch in query_batches(query_path):
+                forward, reverse = finder.find(batch.forward), finder.find(batch.reverse)
+                writer.write(batch, forward, reverse)
+                n_queries += len(batch.names)
+                n_mems += forward.length.size + reverse.length.size
+                log(f"{n_queries:,} queries, {n_mems:,} matches")
+        if output:
+            os.replace(tmp, output)
+        else:
+            with open(tmp) as text:
+                shutil.copyfileobj(text, sys.stdout)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
