@@ -260,7 +260,7 @@ class MummerWriter:
         lines: dict[int, list[str]] = {}
         for i, c, r, q, n in zip(which[order].tolist(), contig[order].tolist(), ref_at[order].tolist(),
                                  at[order].tolist(), mems.length[order].tolist()):
-            name = f"  {self.ref_names[c]:<{self.name_width}}" if self.name_width else ""
+            name = f"  {self.ref_names[c]:<{self.name_width}}  " if self.name_width else ""
             lines.setdefault(i, []).append(f"{name}{r:8d}  {q:8d}  {n:8d}\n")
         return lines
 
