@@ -76,6 +76,19 @@ __kernel void sort_buckets(__global const uint *bucket_start, uint n_buckets, __
     }
 }
 
+/* The first index in [lo, hi) of sorted keys whose key is key or more (hi if none). */
+inline uint lower_bound(__global const uint *keys, uint lo, uint hi, uint key)
+{
+    while (lo < hi) {
+        uint mid = (lo + hi) / 2u;
+        if (keys[mid] < key)
+            lo = mid + 1u;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Query position q_begin + i: the first index entry with its seed (hit_first[i]) and how many
  * there are (hit_count[i]). */
 __kernel void count_hits(__global const uchar *qry, uint q_len, uint q_begin, uint n,
@@ -89,17 +102,8 @@ __kernel void count_hits(__global const uchar *qry, uint q_len, uint q_begin, ui
     uint first = 0, count = 0;
     if (key != NO_KEY) {
         uint b = key >> BUCKET_SHIFT;
-        uint lo = bucket_start[b], hi = bucket_start[b + 1];
-        while (lo < hi) {
-            uint mid = (lo + hi) / 2u;
-            if (seed_keys[mid] < key)
-                lo = mid + 1u;
-            else
-                hi = mid;
-        }
-        first = lo;
-        for (hi = bucket_start[b + 1]; lo < hi && seed_keys[lo] == key; ++lo)
-            ++count;
+        first = lower_bound(seed_keys, bucket_start[b], bucket_start[b + 1], key);
+        count = lower_bound(seed_keys, first, bucket_start[b + 1], key + 1u) - first;
     }
     hit_first[i] = first;
     hit_count[i] = count;
