@@ -3,7 +3,9 @@ small sequences, mummer's output on real E. coli slices, and clear errors with n
 
 tests/data/ecoli_k12_slices.fa.gz and ecoli_dh1_slices.fa.gz are slices of E. coli K-12 MG1655
 and DH1 (Debian ragout-examples), named by their 1-based span in the whole genome; DH1's first
-slice holds an inversion against K-12's first, with forward and reverse matches and repeats."""
+slice holds an inversion against K-12's first, with forward and reverse matches and repeats.
+ecoli_k12_slices_pbsim.fa.gz holds 54 PacBio-like reads (Debian pbsim 1.0.3: --data-type CLR
+--depth 2 --length-mean 3000 --seed 7 --model_qc model_qc_clr) of the K-12 slices."""
 
 import gzip
 import os
@@ -23,6 +25,8 @@ from marose.mems_oracle import oracle_mems, tile_index
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 K12 = os.path.join(DATA, "ecoli_k12_slices.fa.gz")
 DH1 = os.path.join(DATA, "ecoli_dh1_slices.fa.gz")
+PBSIM = os.path.join(DATA, "ecoli_k12_slices_pbsim.fa.gz")
+needs_mummer = pytest.mark.skipif(shutil.which("mummer") is None, reason="mummer (Debian package mummer) is not installed")
 
 
 def found(mems) -> list:
@@ -194,22 +198,36 @@ def test_bad_input_is_a_clear_error_with_nothing_written(tmp_path, case, message
     assert list(out.parent.iterdir()) == []
 
 
-@pytest.mark.skipif(shutil.which("mummer") is None, reason="mummer (Debian package mummer) is not installed")
+def mummer_output(tmp_path, ref: str, query: str, flags: list) -> bytes:
+    """mummer -maxmatch -b -n's output for gzip FASTA files (which it reads unzipped)."""
+    plain = []
+    for path in (ref, query):
+        plain.append(str(tmp_path / os.path.basename(path)[:-3]))
+        with gzip.open(path, "rb") as src, open(plain[-1], "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    return subprocess.run(["mummer", "-maxmatch", "-b", "-n", *flags, *plain], capture_output=True,
+                          check=True).stdout
+
+
+@needs_mummer
 @pytest.mark.parametrize("min_length", [20, 50, 100])
 @pytest.mark.parametrize("forward_coords", [False, True])
 def test_same_matches_as_mummer_on_ecoli(tmp_path, min_length, forward_coords):
     """The output equals mummer -maxmatch -b -n's as a set of lines under each query header."""
-    plain = []
-    for path in (K12, DH1):
-        plain.append(str(tmp_path / os.path.basename(path)[:-3]))
-        with gzip.open(path, "rb") as src, open(plain[-1], "wb") as dst:
-            shutil.copyfileobj(src, dst)
     flags = ["-l", str(min_length)] + (["-c"] if forward_coords else [])
-    want = subprocess.run(["mummer", "-maxmatch", "-b", "-n", *flags, *plain], capture_output=True, check=True)
     got = run_cli(K12, DH1, *flags, "-q")
     assert got.returncode == 0, got.stderr
-    assert sections(got.stdout) == sections(want.stdout)
+    assert sections(got.stdout) == sections(mummer_output(tmp_path, K12, DH1, flags))
     assert sum(map(len, sections(got.stdout).values())) >= 7
+
+
+@needs_mummer
+def test_same_matches_as_mummer_for_long_reads(tmp_path):
+    got = run_cli(K12, PBSIM, "-l", "20", "-q")
+    assert got.returncode == 0, got.stderr
+    found = sections(got.stdout)
+    assert found == sections(mummer_output(tmp_path, K12, PBSIM, ["-l", "20"]))
+    assert len(found) == 2 * 54 and sum(map(len, found.values())) > 500
 
 
 def sections(text: bytes) -> dict:
