@@ -57,22 +57,48 @@ __kernel void place_seeds(__global const uint *keys, uint tile_start, uint n_sam
     seed_pos[at] = tile_start + i * STEP;
 }
 
-/* Sorts each bucket by (key, position), a work-item a bucket (buckets are short). */
+/* Whether index entry i comes after entry j in (key, position) order. */
+inline bool after(__global const uint *keys, __global const uint *pos, uint i, uint j)
+{
+    return keys[i] > keys[j] || (keys[i] == keys[j] && pos[i] > pos[j]);
+}
+
+inline void swap_entries(__global uint *keys, __global uint *pos, uint i, uint j)
+{
+    uint key = keys[i], at = pos[i];
+    keys[i] = keys[j];
+    pos[i] = pos[j];
+    keys[j] = key;
+    pos[j] = at;
+}
+
+/* Moves entry lo + root of the heap lo + [0, n) down to its place (a max-heap). */
+inline void sift_down(__global uint *keys, __global uint *pos, uint lo, uint root, uint n)
+{
+    for (uint child = 2u * root + 1u; child < n; child = 2u * root + 1u) {
+        if (child + 1u < n && after(keys, pos, lo + child + 1u, lo + child))
+            ++child;
+        if (!after(keys, pos, lo + child, lo + root))
+            return;
+        swap_entries(keys, pos, lo + root, lo + child);
+        root = child;
+    }
+}
+
+/* Sorts each bucket by (key, position), a work-item a bucket: a heap sort, so that the bucket
+ * of a seed repeated all over a genome (poly-A) costs n log n, not n^2. */
 __kernel void sort_buckets(__global const uint *bucket_start, uint n_buckets, __global uint *seed_keys,
                            __global uint *seed_pos)
 {
     uint b = get_global_id(0);
     if (b >= n_buckets)
         return;
-    uint lo = bucket_start[b], hi = bucket_start[b + 1];
-    for (uint i = lo + 1; i < hi; ++i) {
-        uint key = seed_keys[i], pos = seed_pos[i], j = i;
-        for (; j > lo && (seed_keys[j - 1] > key || (seed_keys[j - 1] == key && seed_pos[j - 1] > pos)); --j) {
-            seed_keys[j] = seed_keys[j - 1];
-            seed_pos[j] = seed_pos[j - 1];
-        }
-        seed_keys[j] = key;
-        seed_pos[j] = pos;
+    uint lo = bucket_start[b], n = bucket_start[b + 1] - lo;
+    for (uint root = n / 2u; root > 0u; --root)
+        sift_down(seed_keys, seed_pos, lo, root - 1u, n);
+    for (uint end = n; end > 1u; --end) {
+        swap_entries(seed_keys, seed_pos, lo, lo + end - 1u);
+        sift_down(seed_keys, seed_pos, lo, 0u, end - 1u);
     }
 }
 
