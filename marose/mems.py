@@ -21,9 +21,13 @@ MAX_BUCKET_BITS = 24  # a tile's bucket table holds at most 2^24 + 1 starts
 SCAN_GROUP = 256
 SCAN_PART = SCAN_GROUP * 4  # values a work-group of scan_parts sums (SCAN_ITEMS in cl/mems.cl)
 PROGRAM = ("scan.cl", "mems.cl")
-TILE_SAMPLES = 1 << 26  # seeds of a reference tile's index, at most
+TILE_SAMPLES = 1 << 25  # seeds of a reference tile's index, at most (1.2 Gbp at L = 50)
 WINDOW = 1 << 22  # query positions looked up at once, at most
 MAX_HITS = 1 << 22  # hits extended at once; a window with more is split
+# Device bytes per tile seed (its key, index entry, bucket starts and counts) and per hit
+# (position, entry, match, keep flag and place), which the largest allocation must hold
+# (tile_size).
+BYTES_PER_SEED, BYTES_PER_HIT = 28, 28
 QUERY_BATCH = 4096  # query sequences read at a time
 _DNA_LETTERS = np.zeros(256, dtype=bool)
 _DNA_LETTERS[np.frombuffer(b"ACGTUNRYKMSWBDHV", np.uint8)] = True
@@ -81,9 +85,10 @@ class MemFinder:
     `joined`) stay on the device; the seed index of each tile is built there when needed, and
     kept when the reference is one tile."""
 
-    def __init__(self, device, ref: np.ndarray, params: MemParams, tile_samples: int = TILE_SAMPLES,
-                 window: int = WINDOW, max_hits: int = MAX_HITS):
+    def __init__(self, device, ref: np.ndarray, params: MemParams, tile_samples: int | None = None,
+                 window: int = WINDOW, max_hits: int | None = None):
         self.device, self.params = device, params
+        tile_samples, max_hits = tile_sizes(device) if tile_samples is None else (tile_samples, max_hits or MAX_HITS)
         self.ref_len = int(ref.size)
         self.ref = device.to_device(ref)
         n_samples = -(-self.ref_len // params.step)
@@ -171,6 +176,14 @@ class MemFinder:
         out = [d.empty(4 * n_kept) for _ in range(3)]
         d.launch(self.kernel("gather_mems"), _groups(n_hits), None, u32(n_hits), keep, place, *mem, *out)
         return [Mems(*(d.read(buffer, np.uint32, n_kept) for buffer in out))]
+
+
+def tile_sizes(device) -> tuple[int, int]:
+    """Seeds a tile's index and hits a window hold at most on the device: each part a quarter
+    of the largest allocation it allows, so that both fit beside the reference and queries."""
+    budget = int(device.device.max_mem_alloc_size) // 4
+    return (max(1 << 16, min(TILE_SAMPLES, budget // BYTES_PER_SEED)),
+            max(1 << 16, min(MAX_HITS, budget // BYTES_PER_HIT)))
 
 
 def _groups(n: int) -> tuple[int]:
