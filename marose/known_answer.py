@@ -301,9 +301,9 @@ INDEX_CHECKS = [("bdz_build (the perfect hashes)", check_bdz)]
 
 @dataclass
 class MemsCase:
-    """A reference of three contigs (one with an N run, one a tandem repeat) and queries made of
-    its pieces on both strands, with a substitution, a palindrome and a query end at each end of
-    a match."""
+    """A reference of three contigs (one with an N run, a palindrome, a tandem repeat) and
+    queries made of its pieces on both strands, with a substitution inside a match, and a query
+    that is a match from end to end."""
 
     ref: np.ndarray  # the contigs joined, as mems.MemFinder takes them
     qry: np.ndarray  # the queries joined
@@ -322,7 +322,7 @@ def make_mems_case() -> MemsCase:
                      .astype(np.uint8), 60)
     ref, _ = joined([left, palindrome, repeat])
     query = np.concatenate([left[450:600], rng.integers(0, 4, 40, dtype=np.uint8), reverse_complement(left[:200]),
-                            repeat[:90], left[1100:]])
+                            repeat[:90], palindrome, left[1100:]])
     query[60] ^= 1
     qry, _ = joined([query, left[:45], rng.integers(0, 4, 100, dtype=np.uint8)])
     return MemsCase(ref, qry)

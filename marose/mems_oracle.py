@@ -6,6 +6,8 @@ import numpy as np
 
 from .dna import N_CODE
 
+NO_KEY = np.uint32(0xFFFFFFFF)  # a seed that runs past the end or holds a code other than a base
+
 
 def oracle_mems(ref: np.ndarray, qry: np.ndarray, min_length: int) -> set[tuple[int, int, int]]:
     """Every (ref start, query start, length) of a maximal exact match of at least min_length
@@ -35,9 +37,6 @@ def seed_keys(seq: np.ndarray, positions: np.ndarray, seed_len: int) -> np.ndarr
     for i in range(seed_len):
         keys = keys << np.uint32(2) | (codes[:, i] & np.uint32(3))
     return np.where(inside & (codes < N_CODE).all(axis=1), keys, NO_KEY).astype(np.uint32)
-
-
-NO_KEY = np.uint32(0xFFFFFFFF)
 
 
 def tile_index(ref: np.ndarray, tile_start: int, n_samples: int, step: int, seed_len: int,
