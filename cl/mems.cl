@@ -4,8 +4,9 @@
  * the match's first sampled seed, so that every match comes out once.
  *
  * Defines: SEED_LEN (bases a seed, at most 15), STEP (the sampling step, L - SEED_LEN + 1),
- * MIN_LENGTH (L), BUCKET_SHIFT (a seed's bucket is its key >> BUCKET_SHIFT), WG (the work-group
- * size of the scans). Sequences are base codes: 0..3 for A, C, G, T and 4 for anything that
+ * MIN_LENGTH (L), BUCKET_SHIFT (a seed's bucket is its key >> BUCKET_SHIFT), RUN (the query
+ * positions a work-item of count_hits looks up), WG and SCAN_ITEMS (the work-group size of the
+ * scans and the values each of its work-items sums). Sequences are base codes: 0..3 for A, C, G, T and 4 for anything that
  * matches nothing (N, other letters, the separators between contigs and between queries).
  * Needs scan.cl. */
 
@@ -115,24 +116,37 @@ inline uint lower_bound(__global const uint *keys, uint lo, uint hi, uint key)
     return lo;
 }
 
-/* Query position q_begin + i: the first index entry with its seed (hit_first[i]) and how many
- * there are (hit_count[i]). */
+/* Query positions q_begin + i for i in [RUN * g, RUN * (g + 1)) of work-item g: the first
+ * index entry with the position's seed (hit_first[i]) and how many there are (hit_count[i]).
+ * The key rolls along the run, a base a position. */
+#define KEY_MASK ((1u << (2 * SEED_LEN)) - 1u)
+
 __kernel void count_hits(__global const uchar *qry, uint q_len, uint q_begin, uint n,
                          __global const uint *bucket_start, __global const uint *seed_keys,
                          __global uint *hit_first, __global uint *hit_count)
 {
-    uint i = get_global_id(0);
-    if (i >= n)
+    uint first_i = get_global_id(0) * RUN;
+    if (first_i >= n)
         return;
-    uint key = seed_key(qry, q_len, q_begin + i);
-    uint first = 0, count = 0;
-    if (key != NO_KEY) {
-        uint b = key >> BUCKET_SHIFT;
-        first = lower_bound(seed_keys, bucket_start[b], bucket_start[b + 1], key);
-        count = lower_bound(seed_keys, first, bucket_start[b + 1], key + 1u) - first;
+    uint key = 0, bases = 0;  /* the last bases read, and how many since a code other than a base */
+    for (uint at = q_begin + first_i, i = first_i; i < min(n, first_i + RUN); ++at) {
+        uchar c = at < q_len ? qry[at] : 4;
+        key = (key << 2 | (c & 3u)) & KEY_MASK;
+        bases = c > 3 ? 0u : bases + 1u;
+        if (at + 1u < q_begin + first_i + SEED_LEN)
+            continue;  /* the run's first seed is not complete yet */
+        uint first = 0, count = 0;
+        if (bases >= SEED_LEN) {
+            uint b = key >> BUCKET_SHIFT, lo = bucket_start[b], hi = bucket_start[b + 1];
+            if (lo < hi) {
+                first = lower_bound(seed_keys, lo, hi, key);
+                count = lower_bound(seed_keys, first, hi, key + 1u) - first;
+            }
+        }
+        hit_first[i] = first;
+        hit_count[i] = count;
+        ++i;
     }
-    hit_first[i] = first;
-    hit_count[i] = count;
 }
 
 /* Lists the hits of query position q_begin + i from hit_start[i]: its position and index entry. */
@@ -203,7 +217,6 @@ __kernel void gather_mems(uint n_hits, __global const uint *keep, __global const
  * of WG * SCAN_ITEMS values and writes its total to part_total; scan_totals scans those (one
  * work-group) and writes the grand total to part_total[n_parts]; add_totals adds each part's
  * offset, and puts the grand total in sums[n]. */
-#define SCAN_ITEMS 4
 #define PART (WG * SCAN_ITEMS)
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))

@@ -18,8 +18,10 @@ from .errors import MaroseError
 MIN_LENGTH = 10  # the shortest L: shorter seeds would hit nearly everywhere
 MAX_SEED_LEN = 13  # GPUMEM's seed length; shorter for L below it
 MAX_BUCKET_BITS = 24  # a tile's bucket table holds at most 2^24 + 1 starts
+COUNT_RUN = 16  # query positions a work-item of count_hits looks up (its key rolls along them)
 SCAN_GROUP = 256
-SCAN_PART = SCAN_GROUP * 4  # values a work-group of scan_parts sums (SCAN_ITEMS in cl/mems.cl)
+SCAN_ITEMS = 4  # values a work-item of scan_parts sums
+SCAN_PART = SCAN_GROUP * SCAN_ITEMS
 PROGRAM = ("scan.cl", "mems.cl")
 TILE_SAMPLES = 1 << 25  # seeds of a reference tile's index, at most (1.2 Gbp at L = 50)
 WINDOW = 1 << 22  # query positions looked up at once, at most
@@ -100,7 +102,8 @@ class MemFinder:
         self.window = window
         self.max_hits = max(max_hits, self.tiles[0][1])
         self.defines = {"SEED_LEN": params.seed_len, "STEP": params.step, "MIN_LENGTH": params.min_length,
-                        "BUCKET_SHIFT": self.bucket_shift, "WG": SCAN_GROUP}
+                        "BUCKET_SHIFT": self.bucket_shift, "RUN": COUNT_RUN, "WG": SCAN_GROUP,
+                        "SCAN_ITEMS": SCAN_ITEMS}
         self._kept_index = None
 
     def kernel(self, name: str):
@@ -155,8 +158,8 @@ class MemFinder:
         bucket_start, seed_keys, seed_pos = index
         n = end - begin
         first, count = d.empty(4 * n), d.empty(4 * n)
-        d.launch(self.kernel("count_hits"), _groups(n), None, qry, u32(q_len), u32(begin), u32(n), bucket_start,
-                 seed_keys, first, count)
+        d.launch(self.kernel("count_hits"), _groups(-(-n // COUNT_RUN)), None, qry, u32(q_len), u32(begin), u32(n),
+                 bucket_start, seed_keys, first, count)
         hit_start, n_hits = self.scan(count, n)
         if n_hits > self.max_hits and n > 1:
             middle = begin + n // 2

@@ -26,7 +26,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 K12 = os.path.join(DATA, "ecoli_k12_slices.fa.gz")
 DH1 = os.path.join(DATA, "ecoli_dh1_slices.fa.gz")
 PBSIM = os.path.join(DATA, "ecoli_k12_slices_pbsim.fa.gz")
-needs_mummer = pytest.mark.skipif(shutil.which("mummer") is None, reason="mummer (Debian package mummer) is not installed")
+needs_mummer = pytest.mark.skipif(shutil.which("mummer") is None,
+                                  reason="mummer (Debian package mummer) is not installed")
 
 
 def found(mems) -> list:
