@@ -1,5 +1,5 @@
-"""Maximal exact matches between a reference and queries on a device (GPUMEM), written as
-`mummer -maxmatch -b -n` writes them."""
+"""Maximal exact matches between a reference and queries on a device (GPUMEM): the reference's
+seed index in tiles, the queries in batches and windows, the command's driver."""
 
 from __future__ import annotations
 
@@ -237,56 +237,13 @@ def reference_codes(ref) -> tuple[np.ndarray, np.ndarray]:
     return joined([codes[a:b] for a, b in zip(ref.offsets[:-1], ref.offsets[1:])])
 
 
-class MummerWriter:
-    """Matches as `mummer -maxmatch -b -n` writes them: per query a '> name' line and its forward
-    matches, then '> name Reverse' and its reverse-complement ones, each line the reference
-    start, query start and length (1-based), after the reference name when there are several;
-    forward_coords (-c): a reverse match's query start is counted on the forward strand."""
-
-    def __init__(self, out, ref_names: list[str], ref_starts: np.ndarray, forward_coords: bool):
-        self.out, self.ref_names, self.ref_starts = out, ref_names, ref_starts
-        self.forward_coords = forward_coords
-        self.name_width = max(map(len, ref_names)) if len(ref_names) > 1 else 0
-
-    def write(self, batch: QueryBatch, forward: Mems, reverse: Mems) -> None:
-        fwd = self._by_query(batch, forward, False)
-        rev = self._by_query(batch, reverse, True)
-        text = []
-        for i, name in enumerate(batch.names):
-            text.append(f"> {name}\n")
-            text += fwd.get(i, [])
-            text.append(f"> {name} Reverse\n")
-            text += rev.get(i, [])
-        self.out.write("".join(text))
-
-    def _by_query(self, batch: QueryBatch, mems: Mems, is_reverse: bool) -> dict[int, list[str]]:
-        """The lines of each query's matches, by query index, ordered by query then reference start."""
-        qry = mems.qry.astype(np.int64)
-        if is_reverse:  # the reverse strand is the whole batch reversed: query i's last base comes first
-            last = batch.forward.size - 1 - qry
-            which = np.searchsorted(batch.starts, last, side="right") - 1
-            end = batch.starts[which] + batch.lengths[which]
-            at = last - batch.starts[which] + 1 if self.forward_coords else end - 1 - last + 1
-        else:
-            which = np.searchsorted(batch.starts, qry, side="right") - 1
-            at = qry - batch.starts[which] + 1
-        contig = np.searchsorted(self.ref_starts, mems.ref, side="right") - 1
-        ref_at = mems.ref.astype(np.int64) - self.ref_starts[contig] + 1
-        order = np.lexsort((ref_at, at, which))
-        lines: dict[int, list[str]] = {}
-        for i, c, r, q, n in zip(which[order].tolist(), contig[order].tolist(), ref_at[order].tolist(),
-                                 at[order].tolist(), mems.length[order].tolist()):
-            name = f"  {self.ref_names[c]:<{self.name_width}}  " if self.name_width else ""
-            lines.setdefault(i, []).append(f"{name}{r:8d}  {q:8d}  {n:8d}\n")
-        return lines
-
-
 def find_mems(ref_path: str, query_path: str, min_length: int, forward_coords: bool, output: str | None,
               device_spec: str | None, log: Callable[[str], None], verbose: bool = False) -> None:
     """`marose mems`: writes the matches to output (stdout when None), all or nothing: the text
     goes to a temporary file that replaces output (or is copied to stdout) once complete."""
     from . import known_answer
     from .device import Device
+    from .mummer_format import MummerWriter
     from .reference import read_fasta
 
     params = MemParams(min_length)
@@ -300,7 +257,7 @@ def find_mems(ref_path: str, query_path: str, min_length: int, forward_coords: b
     where = os.path.dirname(os.path.abspath(output)) if output else None
     fd, tmp = tempfile.mkstemp(dir=where, prefix=".marose-mems.", suffix=".txt")
     try:
-        with os.fdopen(fd, "w") as out:
+        with os.fdopen(fd, "wb") as out:
             writer = MummerWriter(out, reference.names, ref_starts, forward_coords)
             n_queries = n_mems = 0
             for batch in query_batches(query_path):
@@ -312,8 +269,9 @@ def find_mems(ref_path: str, query_path: str, min_length: int, forward_coords: b
         if output:
             os.replace(tmp, output)
         else:
-            with open(tmp) as text:
-                shutil.copyfileobj(text, sys.stdout)
+            sys.stdout.flush()
+            with open(tmp, "rb") as text:
+                shutil.copyfileobj(text, sys.stdout.buffer)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

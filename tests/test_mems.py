@@ -248,3 +248,18 @@ def test_every_kernel_reproduces_its_twin_in_the_known_answer_check(device):
     from marose import known_answer
 
     assert known_answer.run(device, "mems") == []
+
+
+def test_bulk_formatting_is_printfs():
+    from marose.mummer_format import format_lines
+
+    rng = np.random.default_rng(5)
+    columns = [rng.integers(1, 10**rng.integers(1, 11, 300), dtype=np.int64) for _ in range(3)]
+    columns[0][:3] = [1, 99_999_999, 100_000_000]  # eight digits fill the field; nine widen it
+    prefixes = [b"  a     ", b"  bcdef "]
+    which = rng.integers(0, 2, 300)
+    text, starts = format_lines(prefixes, which, columns)
+    want = "".join(f"{prefixes[w].decode()}{r:8d}  {q:8d}  {n:8d}\n" for w, r, q, n in zip(which, *columns))
+    assert text.tobytes().decode() == want
+    assert np.array_equal(starts, np.concatenate(([0], np.cumsum([len(x) + 1 for x in want.splitlines()]))))
+    assert format_lines([], np.zeros(0, int), [np.zeros(0, int)] * 3)[0].size == 0
