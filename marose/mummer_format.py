@@ -23,6 +23,8 @@ def format_lines(prefixes: list[bytes], prefix_of: np.ndarray,
     printf's %8ld, two spaces apart, then a newline. Returns the text (uint8) and where each
     line starts (one more at the end)."""
     n = len(columns[0])
+    if all(int(np.max(column, initial=0)) < 10**FIELD for column in columns):
+        return _fixed_lines(prefixes, prefix_of, columns)
     digits = [digit_counts(column) for column in columns]
     widths = [np.maximum(FIELD, d) for d in digits]
     prefix_len = len(prefixes[0]) if prefixes else 0
@@ -43,6 +45,26 @@ def format_lines(prefixes: list[bytes], prefix_of: np.ndarray,
         at = end + 2
     text[starts[1:] - 1] = _NEWLINE
     return text, starts
+
+
+def _fixed_lines(prefixes: list[bytes], prefix_of: np.ndarray,
+                 columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """format_lines where every value fits its field: lines of one length, filled column by
+    column as rows of a matrix."""
+    n = len(columns[0])
+    prefix_len = len(prefixes[0]) if prefixes else 0
+    line_len = prefix_len + (FIELD + 2) * len(columns) - 1
+    text = np.full((n, line_len), _SPACE, dtype=np.uint8)
+    if prefix_len and n:
+        text[:, :prefix_len] = np.frombuffer(b"".join(prefixes), dtype=np.uint8).reshape(-1, prefix_len)[prefix_of]
+    for i, column in enumerate(columns):
+        last = prefix_len + (FIELD + 2) * i + FIELD - 1
+        rest = np.asarray(column).astype(np.uint32)
+        for k in range(FIELD):  # the k-th digit from the right, a space once the digits run out
+            text[:, last - k] = np.where((rest > 0) | (k == 0), _ZERO + rest % 10, _SPACE)
+            rest //= 10
+    text[:, -1] = _NEWLINE
+    return text.reshape(-1), np.arange(n + 1, dtype=np.int64) * line_len
 
 
 class MummerWriter:

@@ -263,3 +263,6 @@ def test_bulk_formatting_is_printfs():
     assert text.tobytes().decode() == want
     assert np.array_equal(starts, np.concatenate(([0], np.cumsum([len(x) + 1 for x in want.splitlines()]))))
     assert format_lines([], np.zeros(0, int), [np.zeros(0, int)] * 3)[0].size == 0
+    small = [c % 10**8 for c in columns]  # lines of one length, formatted as a matrix
+    want = "".join(f"{r:8d}  {q:8d}  {n:8d}\n" for r, q, n in zip(*small))
+    assert format_lines([], which, small)[0].tobytes().decode() == want
