@@ -3,12 +3,15 @@
  * each hit extended left and right to its maximal match, which the hit reports only when it is
  * the match's first sampled seed, so that every match comes out once.
  *
+ * Work is balanced as GPUMEM's load balancing aims at: the hits of every query position are
+ * listed after a prefix sum of their counts, and each hit is extended by a work-item of its own.
+ *
  * Defines: SEED_LEN (bases a seed, at most 15), STEP (the sampling step, L - SEED_LEN + 1),
  * MIN_LENGTH (L), BUCKET_SHIFT (a seed's bucket is its key >> BUCKET_SHIFT), RUN (the query
  * positions a work-item of count_hits looks up), WG and SCAN_ITEMS (the work-group size of the
- * scans and the values each of its work-items sums). Sequences are base codes: 0..3 for A, C, G, T and 4 for anything that
- * matches nothing (N, other letters, the separators between contigs and between queries).
- * Needs scan.cl. */
+ * scans and the values each of its work-items sums). Sequences are base codes: 0..3 for A, C,
+ * G, T and 4 for anything that matches nothing (N, other letters, the separators between
+ * contigs and between queries). Needs scan.cl. */
 
 #define NO_KEY 0xffffffffu
 

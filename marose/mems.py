@@ -28,9 +28,10 @@ WINDOW = 1 << 22  # query positions looked up at once, at most
 MAX_HITS = 1 << 22  # hits extended at once; a window with more is split
 # Device bytes per tile seed (its key, index entry, bucket starts and counts) and per hit
 # (position, entry, match, keep flag and place), which the largest allocation must hold
-# (tile_size).
+# (tile_sizes).
 BYTES_PER_SEED, BYTES_PER_HIT = 28, 28
 QUERY_BATCH = 4096  # query sequences read at a time
+MAX_BATCH_BASES = 2**32 - 1  # positions in a batch of queries are uint32 on the device
 _DNA_LETTERS = np.zeros(256, dtype=bool)
 _DNA_LETTERS[np.frombuffer(b"ACGTUNRYKMSWBDHV", np.uint8)] = True
 
@@ -223,6 +224,9 @@ def query_batches(path: str, batch_size: int = QUERY_BATCH) -> Iterator[QueryBat
             raise MaroseError(f"{'stdin' if path == '-' else path}: query '{batch.names[i]}' holds "
                               f"{bytes([letters[at]])!r} at position {at - offsets[i] + 1}, which is not a "
                               "nucleotide letter: give DNA sequences (FASTA or FASTQ)")
+        if offsets[-1] + len(offsets) > MAX_BATCH_BASES:
+            raise MaroseError(f"{'stdin' if path == '-' else path}: {QUERY_BATCH:,} queries of over "
+                              f"{MAX_BATCH_BASES:,} bases; split the file")
         codes = encode(letters[:offsets[-1]].tobytes())
         lengths = np.diff(offsets)
         forward, starts = joined([codes[a:b] for a, b in zip(offsets[:-1], offsets[1:])])
