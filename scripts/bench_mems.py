@@ -10,6 +10,10 @@ DH1), both from Debian ragout-examples (scripts/fetch_genomes.sh writes them). A
 against A. lyrata chr1 (GPUMEM's kind of pair) comes from scripts/fetch_genomes.sh --big:
 split arabidopsis_3sp.fa by contig and pass the two files.
 
+Long reads: QUERY may be FASTQ (pbsim's output, e.g. `pbsim --data-type CLR --depth 20
+--length-mean 10000 --model_qc /usr/share/pbsim/models/model_qc_clr --prefix sim REF`); the
+peers get a FASTA copy of it, made before the timing.
+
 Every tool reads plain FASTA (mummer reads no gzip) and writes its matches to a file:
 - marose: `marose mems REF QUERY -l L -o OUT`, run once before the timed runs so that the
   device's known-answer check and the kernel builds are cached, as on a user's second run;
@@ -52,15 +56,32 @@ def parse_args(argv=None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def tool_steps(args, length: int, out: str) -> dict[str, Step]:
+def fasta_query(path: str, work: str) -> str:
+    """path, or a FASTA copy of it in work when it is FASTQ (which mummer and e-mem do not read)."""
+    with open(path, "rb") as handle:
+        if handle.read(1) != b"@":
+            return path
+    copy = os.path.join(work, os.path.basename(path) + ".fa")
+    if not os.path.exists(copy):
+        with open(path, "rb") as fastq, open(copy + ".tmp", "wb") as fasta:
+            for i, line in enumerate(fastq):
+                if i % 4 == 0:
+                    fasta.write(b">" + line[1:])
+                elif i % 4 == 1:
+                    fasta.write(line)
+        os.replace(copy + ".tmp", copy)
+    return copy
+
+
+def tool_steps(args, length: int, out: str, peer_query: str) -> dict[str, Step]:
     marose = [sys.executable, "-m", "marose.cli", "mems", args.ref, args.query, "-l", str(length), "-q",
               "-o", f"{out}.marose", "-t", str(args.threads)] + (["--device", args.device] if args.device else [])
     return {
         "marose mems": Step(marose),
-        "mummer -maxmatch": Step(["mummer", "-maxmatch", "-b", "-n", "-l", str(length), args.ref, args.query],
+        "mummer -maxmatch": Step(["mummer", "-maxmatch", "-b", "-n", "-l", str(length), args.ref, peer_query],
                                  stdout=f"{out}.mummer"),
         f"e-mem -t {args.threads}": Step(["e-mem", "-b", "-n", "-l", str(length), "-t", str(args.threads), args.ref,
-                                          args.query], stdout=f"{out}.emem"),
+                                          peer_query], stdout=f"{out}.emem"),
     }
 
 
@@ -93,9 +114,10 @@ def main(argv=None) -> int:
         if not runner.which(tool):
             sys.exit(f"{tool} not found: apt-get install mummer e-mem, or give --peers-from DIR")
     rows, failed = [], False
+    peer_query = fasta_query(args.query, args.work)
     for length in lengths:
         out = os.path.join(args.work, f"L{length}")
-        steps = tool_steps(args, length, out)
+        steps = tool_steps(args, length, out, peer_query)
         runner.run([steps["marose mems"]], log)  # the known-answer check and kernel builds, cached
         want = None
         for name, step in steps.items():
