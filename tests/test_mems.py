@@ -266,3 +266,16 @@ def test_bulk_formatting_is_printfs():
     small = [c % 10**8 for c in columns]  # lines of one length, formatted as a matrix
     want = "".join(f"{r:8d}  {q:8d}  {n:8d}\n" for r, q, n in zip(*small))
     assert format_lines([], which, small)[0].tobytes().decode() == want
+
+
+@needs_mummer
+def test_mummerplot_reads_the_output_as_mummers(tmp_path):
+    """mummerplot (Debian mummer) turns the output into the same plot data as mummer's output."""
+    flags = ["-l", "20", "-c"]
+    (tmp_path / "marose.txt").write_bytes(run_cli(K12, DH1, *flags, "-q").stdout)
+    (tmp_path / "mummer.txt").write_bytes(mummer_output(tmp_path, K12, DH1, flags))
+    for name in ("marose", "mummer"):
+        subprocess.run(["mummerplot", "-p", name, f"{name}.txt"], cwd=tmp_path, capture_output=True, check=True)
+    for kind in ("fplot", "rplot"):
+        ours, theirs = (sorted((tmp_path / f"{name}.{kind}").read_text().splitlines()) for name in ("marose", "mummer"))
+        assert ours == theirs and len(ours) > 5
