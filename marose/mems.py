@@ -7,6 +7,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -264,12 +265,14 @@ def find_mems(ref_path: str, query_path: str, min_length: int, forward_coords: b
         with os.fdopen(fd, "wb") as out:
             writer = MummerWriter(out, reference.names, ref_starts, forward_coords)
             n_queries = n_mems = 0
+            started = time.time()
             for batch in query_batches(query_path):
                 forward, reverse = finder.find(batch.forward), finder.find(batch.reverse)
                 writer.write(batch, forward, reverse)
                 n_queries += len(batch.names)
                 n_mems += forward.length.size + reverse.length.size
-                log(f"{n_queries:,} queries, {n_mems:,} matches")
+                log(f"{n_queries:,} queries, {n_mems:,} matches of {min_length} bases or more "
+                    f"[{time.time() - started:.1f} s]")
         if output:
             os.replace(tmp, output)
         else:
