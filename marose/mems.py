@@ -252,6 +252,8 @@ def find_mems(ref_path: str, query_path: str, min_length: int, forward_coords: b
     from .reference import read_fasta
 
     params = MemParams(min_length)
+    if output and not os.path.isdir(os.path.dirname(os.path.abspath(output))):
+        raise MaroseError(f"{output}: cannot write output (no such directory)")
     if query_path != "-" and not os.path.isfile(query_path):
         raise MaroseError(f"{query_path}: no such file")
     reference = read_fasta(ref_path)
@@ -259,8 +261,7 @@ def find_mems(ref_path: str, query_path: str, min_length: int, forward_coords: b
     device = Device(device_spec, verbose=verbose)
     known_answer.ensure(device, ("mems",), log)
     finder = MemFinder(device, ref, params)
-    where = os.path.dirname(os.path.abspath(output)) if output else None
-    fd, tmp = tempfile.mkstemp(dir=where, prefix=".marose-mems.", suffix=".txt")
+    fd, tmp = _temporary_output(output)
     try:
         with os.fdopen(fd, "wb") as out:
             writer = MummerWriter(out, reference.names, ref_starts, forward_coords)
@@ -282,3 +283,13 @@ def find_mems(ref_path: str, query_path: str, min_length: int, forward_coords: b
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _temporary_output(output: str | None) -> tuple[int, str]:
+    """A temporary file beside output (which replaces output when complete), or in the temporary
+    directory for stdout."""
+    where = os.path.dirname(os.path.abspath(output)) if output else None
+    try:
+        return tempfile.mkstemp(dir=where, prefix=".marose-mems.", suffix=".txt")
+    except OSError as exc:
+        raise MaroseError(f"{output or 'a temporary file'}: cannot write output ({exc.strerror})") from None

@@ -174,6 +174,7 @@ def test_queries_from_fastq_gzip_and_stdin(tmp_path):
     ("empty_reference", "empty"),
     ("protein_query", "not a nucleotide letter"),
     ("protein_reference", "not an IUPAC nucleotide letter"),
+    ("no_output_folder", "cannot write output"),
 ])
 def test_bad_input_is_a_clear_error_with_nothing_written(tmp_path, case, message):
     ref = write_fasta(tmp_path / "r.fa", {"g": "ACGT" * 30})
@@ -189,15 +190,16 @@ def test_bad_input_is_a_clear_error_with_nothing_written(tmp_path, case, message
         open(ref, "w").close()
     elif case == "protein_query":
         query = write_fasta(tmp_path / "p.fa", {"p": "MKVLEQRRAAGT"})
-    else:
+    elif case == "protein_reference":
         ref = write_fasta(tmp_path / "p.fa", {"p": "MKVLEQRRAAGT"})
-    out = tmp_path / "out" / "mems.txt"
-    out.parent.mkdir()
+    folder = tmp_path / "out"
+    folder.mkdir()
+    out = folder / ("missing/mems.txt" if case == "no_output_folder" else "mems.txt")
     result = run_cli(ref, query, "-l", length, "-o", str(out))
     assert result.returncode == 1
     err = result.stderr.decode()
     assert message in err and "Traceback" not in err
-    assert list(out.parent.iterdir()) == []
+    assert list(folder.iterdir()) == []
 
 
 def mummer_output(tmp_path, ref: str, query: str, flags: list) -> bytes:
