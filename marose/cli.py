@@ -1,4 +1,5 @@
-"""`marose`: map reads (`marose map`) and list OpenCL devices (`marose devices`)."""
+"""`marose`: map reads (`marose map`), find maximal exact matches (`marose mems`) and list OpenCL
+devices (`marose devices`)."""
 
 from __future__ import annotations
 
@@ -68,12 +69,51 @@ def _map_parser(sub) -> None:
                    help="print the OpenCL compiler's messages for each kernel program built")
 
 
+def _mems_parser(sub) -> None:
+    from .mems import MIN_LENGTH
+
+    p = sub.add_parser(
+        "mems", help="maximal exact matches between a reference and queries, as MUMmer writes them",
+        description="Find every maximal exact match of at least L bases between a reference and each query "
+                    "(a genome's contigs or many reads), on both strands, and write them as "
+                    "`mummer -maxmatch -b -n -l L` does: per query a '> name' line with its forward matches, "
+                    "then '> name Reverse' with its reverse-complement ones; each line holds the reference "
+                    "start, query start and length (1-based), after the reference contig's name when the "
+                    "reference has several. Matches hold A, C, G and T only (either case) and never span an N "
+                    "or two contigs. No index is needed: a sampled seed index is built on the device.")
+    p.add_argument("reference", help="reference FASTA, plain or gzip")
+    p.add_argument("query", help="queries in FASTA or FASTQ, plain or gzip; '-' reads stdin")
+    p.add_argument("-l", "--min-length", type=int, required=True,
+                   help=f"the shortest match to report, in bases (at least {MIN_LENGTH})")
+    p.add_argument("-c", "--forward-coords", action="store_true",
+                   help="report a reverse match's query start on the forward strand (as mummer -c)")
+    p.add_argument("-o", "--output", help="output file; default: stdout")
+    p.add_argument("--device", help="OpenCL device, as 'P:D' (see `marose devices`) or part of its name; "
+                                    "default: a GPU if there is one")
+    p.add_argument("-t", "--threads", type=int, help="CPU threads for the CPU OpenCL runtime (default: all)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="print the OpenCL compiler's messages for each kernel program built")
+
+
+def run_mems(args, log) -> None:
+    """Finds the maximal exact matches (the work is in mems.py)."""
+    from .mems import find_mems
+
+    if args.threads:
+        os.environ.setdefault("POCL_CPU_MAX_CU_COUNT", str(args.threads))
+        os.environ.setdefault("POCL_MAX_PTHREAD_COUNT", str(args.threads))
+    find_mems(args.reference, args.query, args.min_length, args.forward_coords, args.output, args.device, log,
+              args.verbose)
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="marose", description="marose: an all-mapper for short reads on any "
                                   "OpenCL device. Build an index first with `marose-index genome.fa`.")
     top.add_argument("--version", action="version", version=f"marose {__version__}")
     sub = top.add_subparsers(dest="command", required=True)
     _map_parser(sub)
+    _mems_parser(sub)
     devices = sub.add_parser(
         "devices", help="list OpenCL platforms and devices, and check them",
         description="List OpenCL platforms and devices, numbered as --device takes them. Before a device maps "
@@ -372,6 +412,8 @@ def main(argv=None, exit_when_done: bool = False) -> int:
     args = parser().parse_args(argv)
     if args.command == "devices":
         return run_command("marose", lambda log: run_devices(args.check, args.verbose, log), False, "")
+    if args.command == "mems":
+        return run_command("marose", lambda log: run_mems(args, log), args.quiet, "no output written")
     return run_command("marose", lambda log: run_map(args, log, exit_when_done), args.quiet, "no output written")
 
 

@@ -43,7 +43,7 @@ class Case:
 
 
 def ensure(device, commands: tuple[str, ...], log: Callable[[str], None] | None = None) -> None:
-    """Runs the checks of the commands ('map', 'index') not yet passed on this device; raises
+    """Runs the checks of the commands ('map', 'index', 'mems') not yet passed on this device; raises
     DeviceMiscomputes, naming the device and the kernels, when one fails. Oclgrind, the
     simulator that checks the kernels themselves, is checked only when asked (`marose devices
     --check`)."""
@@ -69,8 +69,8 @@ def remember(device, commands: tuple[str, ...]) -> None:
 
 def run(device, command: str) -> list[str]:
     """The kernels of a command whose results differ from their twins' on the case (none: a pass)."""
-    checks = MAP_CHECKS if command == "map" else INDEX_CHECKS
-    case = make_case()
+    checks = CHECKS[command]
+    case = make_mems_case() if command == "mems" else make_case()
     wrong = []
     for kernels, check in checks:
         try:
@@ -311,7 +311,72 @@ MAP_CHECKS = [
     ("sam_records (SAM text)", check_sam_records),
 ]
 INDEX_CHECKS = [("bdz_build (the perfect hashes)", check_bdz)]
-COMMANDS = ("map", "index")
+
+
+@dataclass
+class MemsCase:
+    """A reference of three contigs (one with an N run, a palindrome, a tandem repeat) and
+    queries made of its pieces on both strands, with a substitution inside a match, and a query
+    that is a match from end to end."""
+
+    ref: np.ndarray  # the contigs joined, as mems.MemFinder takes them
+    qry: np.ndarray  # the queries joined
+    min_length: int = 20
+
+
+def make_mems_case() -> MemsCase:
+    from .dna import N_CODE, reverse_complement
+    from .mems import joined
+
+    rng = np.random.default_rng(CASE_SEED)
+    left = rng.integers(0, 4, 1200, dtype=np.uint8)
+    left[500:520] = N_CODE
+    palindrome = np.concatenate([left[900:930], reverse_complement(left[900:930])])
+    repeat = np.tile(np.searchsorted(np.frombuffer(b"ACGT", np.uint8), np.frombuffer(REPEAT.encode(), np.uint8))
+                     .astype(np.uint8), 60)
+    ref, _ = joined([left, palindrome, repeat])
+    query = np.concatenate([left[450:600], rng.integers(0, 4, 40, dtype=np.uint8), reverse_complement(left[:200]),
+                            repeat[:90], palindrome, left[1100:]])
+    query[60] ^= 1
+    qry, _ = joined([query, left[:45], rng.integers(0, 4, 100, dtype=np.uint8)])
+    return MemsCase(ref, qry)
+
+
+def check_mems_index(device, case: MemsCase) -> bool:
+    """The seed index of each tile (sample_seeds, the scans, place_seeds, sort_buckets)."""
+    from .mems import MemFinder, MemParams
+    from .mems_oracle import tile_index
+
+    finder = MemFinder(device, case.ref, MemParams(case.min_length), tile_samples=25)
+    for tile in finder.tiles:
+        starts, keys, pos = finder.index(tile)
+        want = tile_index(case.ref, *tile, finder.params.step, finder.params.seed_len, finder.bucket_shift)
+        got = [device.read(starts, np.uint32, finder.n_buckets + 1), device.read(keys, np.uint32, want[1].size),
+               device.read(pos, np.uint32, want[2].size)]
+        if not all(np.array_equal(g, w) for g, w in zip(got, want)):
+            return False
+    return True
+
+
+def check_mems(device, case: MemsCase) -> bool:
+    """The matches (count_hits, list_hits, extend_hits, gather_mems) against the brute-force
+    oracle, with the reference in tiles and the query in windows that split."""
+    from .mems import MemFinder, MemParams
+    from .mems_oracle import oracle_mems
+
+    finder = MemFinder(device, case.ref, MemParams(case.min_length), tile_samples=25, window=97, max_hits=8)
+    got = finder.find(case.qry)
+    found = list(zip(got.ref.tolist(), got.qry.tolist(), got.length.tolist()))
+    return len(found) == len(set(found)) and set(found) == oracle_mems(case.ref, case.qry, case.min_length)
+
+
+MEMS_CHECKS = [
+    ("sample_seeds, place_seeds, sort_buckets, scan_parts, scan_totals, add_totals (the seed index)",
+     check_mems_index),
+    ("count_hits, list_hits, extend_hits, gather_mems (maximal exact matches)", check_mems),
+]
+CHECKS = {"map": MAP_CHECKS, "index": INDEX_CHECKS, "mems": MEMS_CHECKS}
+COMMANDS = tuple(CHECKS)
 
 
 def _key(device, command: str) -> str:

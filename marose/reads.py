@@ -685,7 +685,9 @@ def _gather(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[n
         return sliding_window_view(buf, longest)[starts].ravel(), offsets
     # Lengths alike (read names, trimmed reads): rows of the longest, cut to each length by a mask,
     # which spares the stepped index's cumulative sum over every byte.
-    if longest * len(lengths) <= 2 * offsets[-1] and int(starts.max()) + longest <= len(buf):
+    if longest * len(lengths) <= 2 * offsets[-1]:
+        if int(starts.max()) + longest > len(buf):  # a short last line (FASTA): pad so its row exists
+            buf = np.concatenate([buf, np.zeros(longest, dtype=buf.dtype)])
         rows = sliding_window_view(buf, longest)[starts]
         return rows[np.arange(longest) < lengths[:, None]], offsets
     return buf[_stepped_index(starts, lengths, offsets)], offsets

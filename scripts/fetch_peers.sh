@@ -4,7 +4,8 @@
 #
 # Usage: scripts/fetch_peers.sh [--full] DIR        (e.g. bench/peers, which git ignores)
 #
-# Packages: bwa bowtie2 minimap2 seqan-apps (RazerS 3, Yara, Mason, Rabema) time, and the
+# Packages: bwa bowtie2 minimap2 seqan-apps (RazerS 3, Yara, Mason, Rabema) time, mummer,
+# e-mem and pbsim (scripts/bench_mems.py), and the
 # dependencies that `apt-cache depends` names, recursively, except those on every bare
 # Debian/Ubuntu (libc6, libstdc++6, zlib1g, ...) and the Python and Perl that run marose and
 # bowtie2's wrappers. seqan-apps (12 MB, 50 programs) is repacked to the seven that the
@@ -33,7 +34,7 @@ done
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 
-peers="bwa bowtie2 minimap2 seqan-apps time"
+peers="bwa bowtie2 minimap2 seqan-apps time mummer e-mem pbsim"
 seqan_keep="razers3 yara_indexer yara_mapper mason_simulator rabema_build_gold_standard rabema_evaluate rabema_prepare_sam"
 
 # On every bare Debian/Ubuntu (apt and dpkg need them), or the interpreters the GPU image has.

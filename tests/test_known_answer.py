@@ -97,3 +97,13 @@ def test_devices_check_prints_a_verdict_for_each_device(monkeypatch, capsys, fre
     out = capsys.readouterr().out
     assert out.count("pass: every kernel matched") == len(real) >= 1
     assert len(known_answer._passed()) == len(real) * len(known_answer.COMMANDS)
+
+
+def test_a_wrong_mems_kernel_stops_mems_before_any_output(tmp_path, monkeypatch, capsys, fresh_cache):
+    break_kernel(monkeypatch, "mems.cl", "keep[h] = left < STEP", "keep[h] = left <= STEP")
+    out = tmp_path / "out" / "mems.txt"
+    out.parent.mkdir()
+    assert cli.main(["mems", LAMBDA, READS, "-l", "20", "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "extend_hits" in err and "wrong results" in err and "sample_seeds" not in err
+    assert list(out.parent.iterdir()) == []

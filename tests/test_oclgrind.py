@@ -78,3 +78,29 @@ def test_no_kernel_uses_vectors_wider_than_sixteen_bytes():
             for match in vector.finditer(comment.sub("", path.read_text()))
             if sizes[match.group(1)] * int(match.group(2)) > 16]
     assert wide == []
+
+
+def test_mems_kernels_are_clean_under_oclgrind(tmp_path):
+    rng = np.random.default_rng(9)
+    genome = random_dna(rng, 700) + "N" * 20 + random_dna(rng, 300)
+    ref = write_fasta(tmp_path / "r.fa", {"a": genome, "b": "ACGTTGCAAGT" * 30})
+    query = write_fasta(tmp_path / "q.fa", {"q": genome[600:760] + random_dna(rng, 40) + "ACGTTGCAAGT" * 5,
+                                            "p": genome[900:1000]})
+    env = dict(os.environ, OCLGRIND_DATA_RACES="1", OCLGRIND_UNINITIALIZED="1", PYTHONPATH=ROOT)
+    result = subprocess.run([sys.executable, "-m", "marose.cli", "mems", ref, query, "-l", "20", "--device",
+                             "Oclgrind", "-q"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert not any(p in result.stderr.lower() for p in PROBLEMS), result.stderr
+    lines = result.stdout.splitlines()
+    # the known-answer check (tiles, windows split for their hits) and a scan of three parts
+    check = ("import numpy as np; from marose.device import Device; from marose import known_answer; "
+             "from marose.mems import MemFinder, MemParams; d = Device('Oclgrind'); "
+             "assert known_answer.run(d, 'mems') == []; f = MemFinder(d, np.zeros(100, np.uint8), MemParams(20)); "
+             "v = np.arange(3000, dtype=np.uint32) % 7; s, t = f.scan(d.to_device(v), 3000); "
+             "assert t == v.sum() and np.array_equal(d.read(s, np.uint32, 3000), np.cumsum(v) - v)")
+    checked = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env=env, cwd=tmp_path,
+                             timeout=600)
+    assert checked.returncode == 0, checked.stderr
+    assert not any(p in checked.stderr.lower() for p in PROBLEMS), checked.stderr
+    assert lines[:2] == ["> q", "  a       601         1       100"]
+    assert "  b         1       201        55" in lines

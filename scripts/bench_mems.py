@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Time `marose mems` against `mummer -maxmatch` and E-MEM on a reference/query pair, with the
+index build included for every tool, and check that their matches agree.
+
+Usage: scripts/bench_mems.py [--ref FA] [--query FA] [-l 50 [-l 100 ...]] [--threads N]
+                             [--device SPEC] [--peers-from DIR] [--repeat N] [--work DIR]
+
+Default pair: bench/data/ecoli.fa (E. coli K-12 MG1655) against bench/data/ecoli_dh1.fa (E. coli
+DH1), both from Debian ragout-examples (scripts/fetch_genomes.sh writes them). A. thaliana chr1
+against A. lyrata chr1 (GPUMEM's kind of pair) comes from scripts/fetch_genomes.sh --big:
+split arabidopsis_3sp.fa by contig and pass the two files.
+
+Long reads: QUERY may be FASTQ (pbsim's output, e.g. `pbsim --data-type CLR --depth 20
+--length-mean 10000 --model_qc /usr/share/pbsim/models/model_qc_clr --prefix sim REF`); the
+peers get a FASTA copy of it, made before the timing.
+
+Every tool reads plain FASTA (mummer reads no gzip) and writes its matches to a file:
+- marose: `marose mems REF QUERY -l L -o OUT`, run once before the timed runs so that the
+  device's known-answer check and the kernel builds are cached, as on a user's second run;
+- mummer 3.23 (one thread): `mummer -maxmatch -b -n -l L REF QUERY`;
+- E-MEM (Debian e-mem, --threads threads): `e-mem -b -n -l L -t N REF QUERY`.
+The wall time is the best of --repeat runs (default 1); the peak memory is GNU time's. The
+matches of every tool are compared with mummer's as sets of (reference, start, start, length)
+under each query header; a difference is printed and makes the exit status 1.
+
+--peers-from DIR: mummer and e-mem from DIR's .deb files (scripts/fetch_peers.sh DIR fetches
+them), for a machine without network. --device: marose's OpenCL device (default: a GPU if
+there is one). Prints a Markdown table for BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_tools import ROOT, Runner, Step, unpack_debs  # noqa: E402
+
+DATA = os.path.join(ROOT, "bench", "data")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ref", default=os.path.join(DATA, "ecoli.fa"))
+    ap.add_argument("--query", default=os.path.join(DATA, "ecoli_dh1.fa"))
+    ap.add_argument("-l", "--min-length", type=int, action="append", help="L (repeatable; default 50)")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="E-MEM's and PoCL's threads")
+    ap.add_argument("--device", help="marose's OpenCL device")
+    ap.add_argument("--peers-from", metavar="DIR", help="mummer and e-mem from the .deb files of DIR")
+    ap.add_argument("--repeat", type=int, default=1, help="timed runs of each tool; the best counts")
+    ap.add_argument("--work", default=os.path.join(ROOT, "bench", "mems"), help="outputs and logs")
+    return ap.parse_args(argv)
+
+
+def fasta_query(path: str, work: str) -> str:
+    """path, or a FASTA copy of it in work when it is FASTQ (which mummer and e-mem do not read)."""
+    with open(path, "rb") as handle:
+        if handle.read(1) != b"@":
+            return path
+    copy = os.path.join(work, os.path.basename(path) + ".fa")
+    if not os.path.exists(copy):
+        with open(path, "rb") as fastq, open(copy + ".tmp", "wb") as fasta:
+            for i, line in enumerate(fastq):
+                if i % 4 == 0:
+                    fasta.write(b">" + line[1:])
+                elif i % 4 == 1:
+                    fasta.write(line)
+        os.replace(copy + ".tmp", copy)
+    return copy
+
+
+def tool_steps(args, length: int, out: str, peer_query: str) -> dict[str, Step]:
+    marose = [sys.executable, "-m", "marose.cli", "mems", args.ref, args.query, "-l", str(length), "-q",
+              "-o", f"{out}.marose", "-t", str(args.threads)] + (["--device", args.device] if args.device else [])
+    return {
+        "marose mems": Step(marose),
+        "mummer -maxmatch": Step(["mummer", "-maxmatch", "-b", "-n", "-l", str(length), args.ref, peer_query],
+                                 stdout=f"{out}.mummer"),
+        f"e-mem -t {args.threads}": Step(["e-mem", "-b", "-n", "-l", str(length), "-t", str(args.threads), args.ref,
+                                          peer_query], stdout=f"{out}.emem"),
+    }
+
+
+def matches(path: str) -> dict[str, set]:
+    """The set of match lines, as tuples of fields, under each header (spacing ignored)."""
+    out: dict[str, set] = {}
+    header = ""
+    with open(path) as text:
+        for line in text:
+            fields = line.split()
+            if not fields:
+                continue
+            if fields[0] == ">":
+                header = " ".join(fields)
+                out[header] = set()
+            else:
+                out.setdefault(header, set()).add(tuple(fields))
+    return out
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    lengths = args.min_length or [50]
+    os.makedirs(args.work, exist_ok=True)
+    prefix = unpack_debs(args.peers_from, os.path.join(args.work, "peers")) if args.peers_from else None
+    runner = Runner(prefix)
+    runner.env.setdefault("POCL_CPU_MAX_CU_COUNT", str(args.threads))
+    log = os.path.join(args.work, "bench_mems.log")
+    for tool in ("mummer", "e-mem"):
+        if not runner.which(tool):
+            sys.exit(f"{tool} not found: apt-get install mummer e-mem, or give --peers-from DIR")
+    rows, failed = [], False
+    peer_query = fasta_query(args.query, args.work)
+    for length in lengths:
+        out = os.path.join(args.work, f"L{length}")
+        steps = tool_steps(args, length, out, peer_query)
+        runner.run([steps["marose mems"]], log)  # the known-answer check and kernel builds, cached
+        want = None
+        for name, step in steps.items():
+            best = min((runner.run([step], log) for _ in range(args.repeat)), key=lambda m: m.wall)
+            found = matches(f"{out}.marose" if name == "marose mems" else step.stdout)
+            if name.startswith("mummer"):
+                want = found
+            n = sum(map(len, found.values()))
+            rows.append((length, name, best.wall, best.peak_mib, n, best.ok))
+            failed |= not best.ok
+        for name, path in (("marose mems", f"{out}.marose"), ("e-mem", f"{out}.emem")):
+            if matches(path) != want:
+                print(f"L={length}: {name}'s matches differ from mummer's", file=sys.stderr)
+                failed = True
+    print(report(args, rows, runner))
+    return 1 if failed else 0
+
+
+def report(args, rows, runner: Runner) -> str:
+    mummer = {length: wall for length, name, wall, *_ in rows if name.startswith("mummer")}
+    lines = [f"- Pair: {os.path.basename(args.ref)} (reference) against {os.path.basename(args.query)} (query)",
+             f"- Machine: {platform.node()}, {os.cpu_count()} CPUs; {args.threads} threads; "
+             f"device: {args.device or 'default'}; {time.strftime('%Y-%m-%d', time.gmtime())}, commit {_commit()}",
+             f"- Peers: mummer (it prints no version; Debian's is 3.23), "
+             f"{_first(runner.output(['e-mem', '-h']), 'Version')}",
+             "", "| L | tool | wall s (index build included) | x mummer | peak MiB | matches |",
+             "|---:|---|---:|---:|---:|---:|"]
+    for length, name, wall, peak, n, ok in rows:
+        lines.append(f"| {length} | {name} | {wall:.2f}{'' if ok else ' (failed)'} | "
+                     f"{mummer[length] / wall:.1f} | {peak:.0f} | {n:,} |")
+    return "\n".join(lines)
+
+
+def _first(text: str, word: str) -> str:
+    return next((line.strip() for line in text.splitlines() if word in line), "?")
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True).stdout.strip()
+    except OSError:
+        return "?"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
