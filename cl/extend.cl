@@ -214,10 +214,9 @@ __kernel void row_loci(__global const uchar *read_codes, __global const uint *re
     __global const uint *run = starts + row_begin[r];
     uint n_candidates = row_size[r], last = min(n_candidates, first + slice);
     uint length = read_length[r];
-    __global const uchar *read = read_codes + read_offset[r];
     uint words = (length + WORD_BITS - 1u) / WORD_BITS, bottom = (length - 1u) % WORD_BITS;
     ulong peq[MAX_WORDS * 4], pv[MAX_WORDS], mv[MAX_WORDS];
-    read_masks(read, length, peq);
+    read_masks(read_codes + read_offset[r], length, peq);
     uint base = n_listed ? listed_offset[g] : t * room, n = 0;
     uint capacity = n_listed ? listed_offset[g + 1] - base : room;
     __global uint *ends = loci_end + base;

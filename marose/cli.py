@@ -285,9 +285,8 @@ def write_stats(path: str, stats, elapsed: float, setup: float, device) -> None:
 def explain(mapper, read_length: int) -> str:
     """The filter chosen for a read length, its guarantee and, if it covers substitutions only,
     what it misses with indels."""
-    from .sensitivity import count_missed
-
     from .extend import explain_windows
+    from .sensitivity import count_missed
 
     chosen = mapper.choice(read_length)
     text = chosen.explain() + "\n" + explain_windows(read_length, mapper.k)
