@@ -44,7 +44,8 @@ def records(sam: str) -> list[str]:
 def marose_row(root: str, args, reads: str, work: str, tag: str) -> tuple[str, str]:
     sam, stats = os.path.join(work, f"marose_{tag}.sam"), os.path.join(work, f"marose_{tag}.json")
     command = [sys.executable, "-m", "marose.cli", "map", "-x", args.genome, reads, "-k", str(args.k), "-t",
-               str(args.threads), "-q", "--stats", stats, "-o", sam] + (["--device", args.device] if args.device else [])
+               str(args.threads), "-q", "--stats", stats, "-o", sam]
+    command += ["--device", args.device] if args.device else []
     wall = run(command, root)
     with open(stats) as handle:
         s = json.load(handle)
@@ -83,8 +84,8 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|---:|---:|---|")
     sams = []
     for i, root in enumerate(args.root or [ROOT]):
-        row, sam = marose_row(os.path.abspath(root), args, reads, work, f"{i}: {os.path.basename(os.path.abspath(root))}"
-                              .replace(" ", "").replace(":", "_"))
+        root = os.path.abspath(root)
+        row, sam = marose_row(root, args, reads, work, f"{i}_{os.path.basename(root)}")
         print(row, flush=True)
         sams.append(sam)
     if not args.no_minimap2 and shutil.which("minimap2"):

@@ -219,7 +219,8 @@ def test_row_loci_merge_the_windows_of_each_row(device, monkeypatch, k: int, alp
         rows[r].append(int(offsets[c] + copy_at))
     for starts in rows:  # a contig start, a start near 0, near and repeated starts, chains k + 1 and k + 2 apart
         starts += [int(offsets[1]), 5, starts[0] + 1, starts[0] + 3, starts[1]]
-        starts += [starts[1] + (k + 1) * j for j in range(1, 4)] + [max(0, starts[2] - (k + 2) * j) for j in range(1, 3)]
+        starts += [starts[1] + (k + 1) * j for j in range(1, 4)]
+        starts += [max(0, starts[2] - (k + 2) * j) for j in range(1, 3)]
         starts += [int(offsets[1]) - 1 - j for j in range(3)]  # a chain at the first contig's end
     parts = [[], [], []]
     for starts in rows:  # each start in one or two lists, a list empty for some rows

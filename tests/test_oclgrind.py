@@ -63,7 +63,8 @@ def test_all_kernels_are_clean_under_oclgrind(tmp_path):
     name, flag, contig, _, _, cigar, *_, nm, md, _, hn = primary[4]
     assert (name, contig, cigar, nm) == ("r4", "c", "40M", "NM:i:0")
     assert int(hn[5:]) >= 1990  # the read lies at every copy of the repeat
-    assert [(m[0], m[2], m[3], m[5]) for m in primary[5:]] == [("r5", "a", "201", "90M"), ("r6", "d", "221", "80M")]  # one locus, at its rightmost best end
+    # r6 lies at every other position of the AC repeat: one locus, at its rightmost best end
+    assert [(m[0], m[2], m[3], m[5]) for m in primary[5:]] == [("r5", "a", "201", "90M"), ("r6", "d", "221", "80M")]
 
 
 def test_prefilter_kernel_is_clean_under_oclgrind(tmp_path):

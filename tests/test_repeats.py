@@ -38,6 +38,7 @@ def alu_reads(ref, n: int, rng) -> list[np.ndarray]:
 
 
 def _find_all(seq: str, motif: str):
+    """Every position of motif in seq."""
     at = seq.find(motif)
     while at >= 0:
         yield at
@@ -45,6 +46,7 @@ def _find_all(seq: str, motif: str):
 
 
 def _edited(window: np.ndarray, rng) -> np.ndarray:
+    """The first 100 bases of window after up to 4 edits anywhere, its first base included."""
     read = list(window)
     for _ in range(rng.integers(0, 5)):
         kind, at = rng.integers(3), rng.integers(0, 100)
