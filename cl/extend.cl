@@ -8,8 +8,9 @@
  * 0 everywhere (free start in the window), so the first word gets no carry. A base code above
  * 3 (N) matches nothing: its match mask is empty, in the read and in the genome.
  *
- * Needs search.cl and -D MAX_WORDS=: reads up to 64 * MAX_WORDS bases; PREFETCH=1 (on a CPU)
- * lets row_loci ask for a window's genome bytes one window early. */
+ * Needs search.cl and -D MAX_WORDS=: reads up to 64 * MAX_WORDS bases; PREFETCH=1 (on a
+ * CPU) lets row_loci ask for a window's genome bytes one window early; MERGE_WINDOWS and PREALIGN
+ * (0 or 1) turn on row_loci's merging of near windows and its pre-alignment filter. */
 
 #define WORD_BITS 64u
 #define NO_HIT 255
@@ -103,6 +104,48 @@ __kernel void end_distances(__global const uchar *read_codes, __global const uin
         row[j] = NO_HIT;
 }
 
+/* The pre-alignment filter (see marose/prealign.py): whether a read of more than one word surely
+ * has no end within k in the window [w, e), because its first word (read bases 0..63, match
+ * masks peq[0..3]) has none in [w, e - cut), cut = L - 64 - k: the rest of the read takes at
+ * least cut more window bases. One word of Myers a column, where the read takes several. */
+inline bool prefix_rejects(const ulong *peq, uint length, __global const uchar *genome, uint w, uint e, uint k)
+{
+    if (length <= WORD_BITS)
+        return false;
+    uint cut = length - min(length, WORD_BITS + k);  /* (a conditional becomes llvm.usub.sat, which Oclgrind lacks) */
+    if (e - w <= cut)
+        return true;
+    uint end = e - cut;
+    ulong pv = ~0UL, mv = 0UL;
+    int score = (int)WORD_BITS;
+    for (uint c = w; c < end; ++c) {
+        ulong hp = 0UL, hm = 0UL;
+        uchar code = genome[c];
+        word_step(code < 4 ? peq[code] : 0UL, &pv, &mv, &hp, &hm, WORD_BITS - 1u);
+        score += (int)hp - (int)hm;
+        if (score <= (int)k)
+            return false;
+        if (score > (int)(k + end - 1u - c))
+            return true;  /* the score falls by at most 1 a column */
+    }
+    return true;
+}
+
+/* out[c] = 1 where prefix_rejects the read cand_read[c] in genome[window_begin[c], window_end[c]). */
+__kernel void prefix_rejects_windows(__global const uchar *read_codes, __global const uint *read_offset,
+                                     __global const uint *read_length, __global const uchar *genome,
+                                     __global const uint *cand_read, __global const uint *window_begin,
+                                     __global const uint *window_end, uint n, uint k, __global uchar *out)
+{
+    uint c = get_global_id(0);
+    if (c >= n)
+        return;
+    uint r = cand_read[c], length = read_length[r];
+    ulong peq[MAX_WORDS * 4];
+    read_masks(read_codes + read_offset[r], length, peq);
+    out[c] = prefix_rejects(peq, length, genome, window_begin[c], window_end[c], k) ? 1 : 0;
+}
+
 typedef struct {
     uint open, last, best_end, best_d, contig, owner;
 } locus_t;
@@ -128,6 +171,13 @@ inline void close_locus(locus_t *locus, uint first, uint last, uint *n, uint cap
  * consecutive positions of a contig form a locus, reported at its rightmost end of least
  * distance.
  *
+ * Candidates of a contig less than k + 2 apart are one wider window, aligned once (with
+ * MERGE_WINDOWS): an end of a later window that an earlier one does not hold is past the
+ * earlier window's end, so an alignment to it starting before the later window spans more than
+ * L + k bases, more than k edits, and its distance within k is the same. A window (merged or
+ * not) that prefix_rejects holds no end within k and is not aligned (with PREALIGN): a later
+ * window gives those ends no less, so the loci are the same.
+ *
  * A work-item per task: row r's candidates are cut into slices of `slice`, its tasks
  * [task_base[r], task_base[r + 1]). Task t takes the candidates [first, first + slice) of its
  * row and writes the loci whose first end one of them holds, in order, to loci_end/loci_dist
@@ -136,8 +186,15 @@ inline void close_locus(locus_t *locus, uint first, uint last, uint *n, uint cap
  * over_found), to run again. A run again (n_listed > 0) takes the listed tasks, the g-th with
  * room [listed_offset[g], listed_offset[g + 1]) of its own buffers, and marks src[t] with RERUN.
  * A task starts a few windows early, at the first candidate whose window can hold an end next
- * to one of the slice's, and goes on past the slice until its last locus ends. */
+ * to one of the slice's, and goes on past the slice until its last locus ends. The first run
+ * adds the windows it aligned to n_aligned[0]. */
 #define RERUN 0x80000000u
+
+/* The end of candidate i's window (cut to the end of its contig, contig_end). */
+inline uint window_end(__global const uint *run, uint i, uint length, uint k, uint contig_end)
+{
+    return min(contig_end, run[i] + length + k);
+}
 
 __kernel void row_loci(__global const uchar *read_codes, __global const uint *read_offset,
                        __global const uint *read_length, __global const uchar *genome,
@@ -147,7 +204,7 @@ __kernel void row_loci(__global const uchar *read_codes, __global const uint *re
                        uint room, __global const uint *listed, __global const uint *listed_offset,
                        uint n_listed, __global uint *loci_count, __global uint *src,
                        __global uint *loci_end, __global uchar *loci_dist, __global uint *n_over,
-                       __global uint *over_task, __global uint *over_found)
+                       __global uint *over_task, __global uint *over_found, __global uint *n_aligned)
 {
     uint g = get_global_id(0);
     if (g >= (n_listed ? n_listed : task_base[n_rows]))
@@ -167,20 +224,31 @@ __kernel void row_loci(__global const uchar *read_codes, __global const uint *re
     uint reach = length + 2u * k + 1u;
     uint i = run[first] > reach ? lower_bound(run, first, run[first] - reach) : 0u;
     locus_t locus = {0u, 0u, 0u, 0u, 0u, 0u};
-    uint covered = 0;
+    uint covered = 0, aligned = 0;
     for (; i < n_candidates; ++i) {
         if (i >= last && !(locus.open && locus.owner >= first && locus.owner < last))
             break;
         uint start = run[i];
-        if (i + 1u < n_candidates) {  /* a CPU waits for the next window's bytes while aligning this one */
-            PREFETCH_LINE(genome + max(run[i + 1u], k) - k);
-            PREFETCH_LINE(genome + run[i + 1u] + length);
-        }
         uint c = last_at_most(contig_start, n_contigs, start);
         uint window = start - contig_start[c] >= k ? start - k : contig_start[c];
-        uint end = min(contig_start[c + 1], start + length + k);
+        uint merged = i;  /* the last candidate of the window */
+        while (MERGE_WINDOWS && merged + 1u < n_candidates && run[merged + 1u] - run[merged] <= k + 1u
+               && run[merged + 1u] < contig_start[c + 1])
+            ++merged;
+        uint end = window_end(run, merged, length, k, contig_start[c + 1]);
+        if (merged + 1u < n_candidates) {  /* a CPU waits for the next window's bytes while aligning this one */
+            PREFETCH_LINE(genome + max(run[merged + 1u], k) - k);
+            PREFETCH_LINE(genome + run[merged + 1u] + length);
+        }
         if (locus.open && max(window, covered) > locus.last + 1u)
             close_locus(&locus, first, last, &n, capacity, ends, dists);  /* no window holds the next end */
+        uint owner = i;  /* the first window holding the end at hand */
+        if (PREALIGN && prefix_rejects(peq, length, genome, window, end, k)) {
+            covered = max(covered, end);
+            i = merged;
+            continue;
+        }
+        ++aligned;
         reset_column(words, pv, mv);
         int score = (int)length;
         for (uint e = window; e < end; ++e) {
@@ -206,19 +274,23 @@ __kernel void row_loci(__global const uchar *read_codes, __global const uint *re
                 continue;
             }
             close_locus(&locus, first, last, &n, capacity, ends, dists);
+            while (owner < merged && e >= window_end(run, owner, length, k, contig_start[c + 1]))
+                ++owner;
             locus.open = 1u;
             locus.last = locus.best_end = e;
             locus.best_d = (uint)score;
             locus.contig = c;
-            locus.owner = i;
+            locus.owner = owner;
         }
         covered = max(covered, end);
+        i = merged;
     }
     close_locus(&locus, first, last, &n, capacity, ends, dists);
     src[t] = n_listed ? RERUN | base : base;
     if (n_listed)
         return;
     loci_count[t] = n;
+    atomic_add(n_aligned, aligned);
     if (n > capacity) {
         uint slot = atomic_inc(n_over);
         over_task[slot] = t;

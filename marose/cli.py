@@ -338,7 +338,8 @@ def write_stats(path: str, stats, elapsed: float, setup: float, device) -> None:
     import json
 
     record = {"reads": stats.reads, "mapped": stats.mapped, "unique": stats.unique, "loci": stats.loci,
-              "candidates": stats.candidates, "lookups": stats.lookups, "cells": stats.cells,
+              "candidates": stats.candidates, "aligned": stats.aligned, "lookups": stats.lookups,
+              "cells": stats.cells,
               "too_short": stats.too_short, "too_many_n": stats.too_many_n,
               "seconds": {"total": elapsed, "setup": setup, **stats.seconds}, "cpu_seconds": stats.cpu_seconds,
               "kernel_seconds": device.collect_profile(),
@@ -350,10 +351,11 @@ def write_stats(path: str, stats, elapsed: float, setup: float, device) -> None:
 def explain(mapper, read_length: int) -> str:
     """The filter chosen for a read length, its guarantee and, if it covers substitutions only,
     what it misses with indels."""
+    from .extend import explain_windows
     from .sensitivity import count_missed
 
     chosen = mapper.choice(read_length)
-    text = chosen.explain()
+    text = chosen.explain() + "\n" + explain_windows(read_length, mapper.k)
     if chosen.guaranteed and chosen.covers == "substitutions":
         p = chosen.params
         missed, total = count_missed(read_length, mapper.k, p.mask, p.ln, p.e, p.step, indels=True)

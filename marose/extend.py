@@ -94,13 +94,16 @@ def max_k(k: int) -> int:
     return max(8, _power_of_two_at_least(k))
 
 
-def alignment_defines(device: Device, longest: int, k: int) -> dict:
+def alignment_defines(device: Device, longest: int, k: int, merge_windows: bool = True,
+                      prealign: bool = True) -> dict:
     """Build options of the alignment kernels for reads up to `longest` bases and k edits on a
     device. On a CPU, row_loci asks for the next window's genome bytes while it aligns one
     (20,000 H3 reads on the 2-core machine: row_loci 0.151 → 0.096 s); a GPU hides that wait
-    behind other work-items already."""
+    behind other work-items already. merge_windows, prealign: row_loci's merging of near windows
+    and its pre-alignment filter (the loci are the same without them; tests turn them off)."""
     words = max_words(longest)
-    return {"MAX_WORDS": words, "MAX_LEN": WORD_BITS * words, "MAX_K": max_k(k), "PREFETCH": int(device.prefetches)}
+    return {"MAX_WORDS": words, "MAX_LEN": WORD_BITS * words, "MAX_K": max_k(k), "PREFETCH": int(device.prefetches),
+            "MERGE_WINDOWS": int(merge_windows), "PREALIGN": int(prealign)}
 
 
 def _check_k(k: int) -> None:
@@ -140,6 +143,38 @@ def end_distances(device: Device, reads: ReadsLike, genome_buffer, cand_read: np
     return device.read(out, np.uint8, n * width).reshape(n, width)
 
 
+def explain_windows(read_length: int, k: int) -> str:
+    """What row_loci does with the candidates of a read length, for `marose map --explain`."""
+    text = (f"extend: candidates less than {k + 2} bp apart are aligned as one window "
+            f"[first - {k}, last + {read_length + k})")
+    if read_length > WORD_BITS:
+        return text + (f"; a window is aligned only where the read's first {WORD_BITS} bases end within {k} "
+                       f"edits, at least {max(0, read_length - WORD_BITS - k)} bp before its end "
+                       "(the stats' aligned counts those windows)")
+    return text + f"; no pre-alignment filter for reads of at most {WORD_BITS} bp"
+
+
+def prefix_rejects(device: Device, reads: ReadsLike, genome_buffer, cand_read: np.ndarray,
+                   window_begin: np.ndarray, window_end: np.ndarray, k: int) -> np.ndarray:
+    """prealign.rejects of each candidate's read in genome[window_begin, window_end), as
+    row_loci's pre-alignment filter decides it: (n,) bool."""
+    _check_k(k)
+    batch = upload_reads(device, reads)
+    cand_read, window_begin, window_end = (np.ascontiguousarray(a, dtype=np.uint32)
+                                           for a in (cand_read, window_begin, window_end))
+    n = int(cand_read.size)
+    _check_ids(cand_read, batch.lengths.size)
+    if n and ((window_begin > window_end).any() or window_end.max() > genome_buffer.size):
+        raise ValueError("a window ends before it begins or past the end of the genome")
+    out = device.empty(max(1, n))
+    longest = int(batch.lengths.max()) if batch.lengths.size else 1
+    if n:
+        device.launch(device.kernel(ALIGN, "prefix_rejects_windows", alignment_defines(device, longest, k)),
+                      groups(n, 64), None, *batch.buffers, genome_buffer, device.to_device(cand_read),
+                      device.to_device(window_begin), device.to_device(window_end), np.uint32(n), np.uint32(k), out)
+    return device.read(out, np.uint8, n).astype(bool)
+
+
 @dataclass
 class RowLoci:
     """Loci of every row (read strand) of a batch as row_loci leaves them on the device: row r's
@@ -148,6 +183,7 @@ class RowLoci:
 
     count: np.ndarray  # loci per row, int64
     candidates: np.ndarray  # distinct candidates per row
+    aligned: int  # windows aligned, after merging near candidates and the pre-alignment filter
     task_base: np.ndarray  # uint32, one more than the rows
     found: object  # buffer of uint32 per task
     src: object  # buffer of uint32 per task
@@ -220,27 +256,32 @@ def _one_run_per_row(device: Device, candidates: list) -> tuple[object, np.ndarr
 
 
 def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list, contig_start_buffer,
-             n_contigs: int, k: int) -> RowLoci:
+             n_contigs: int, k: int, merge_windows: bool = True, prealign: bool = True) -> RowLoci:
     """The loci of every row in the windows of its candidates, left on the device by one or
     more filter calls (filter.DeviceCandidates, one per index segment): a candidate starting
     at p is the window [p - k, p + L + k) cut to p's contig. Each end within k is taken with
     the least distance any window gives it; ends within k at consecutive positions of a
-    contig are one locus, at its rightmost end of least distance (as align.loci_from_hits)."""
+    contig are one locus, at its rightmost end of least distance (as align.loci_from_hits).
+    Candidates less than k + 2 apart are aligned as one window (merge_windows), and windows the
+    pre-alignment filter (marose.prealign) rejects are not aligned (prealign): the loci are the
+    same either way."""
     _check_k(k)
     n_rows = reads.lengths.size
     if not candidates or sum(c.size for c in candidates) == 0:
         none, empty = np.zeros(n_rows, np.int64), (device.empty(1),) * 2
-        return RowLoci(none, none, np.zeros(n_rows + 1, np.uint32), device.empty(1), device.empty(1), empty, empty)
+        return RowLoci(none, none, 0, np.zeros(n_rows + 1, np.uint32), device.empty(1), device.empty(1), empty,
+                       empty)
     values, row_begin, row_size = _one_run_per_row(device, candidates)
     task_base = region_offsets(-(-row_size // SLICE))
     n_tasks = int(task_base[-1])
     if n_tasks * ROOM >= RERUN:
         raise MemoryError("too many candidates in one batch; use a smaller --batch-size")
-    kernel = device.kernel(ALIGN, "row_loci", alignment_defines(device, int(reads.lengths.max()), k))
+    defines = alignment_defines(device, int(reads.lengths.max()), k, merge_windows, prealign)
+    kernel = device.kernel(ALIGN, "row_loci", defines)
     task_base_buffer = device.to_device(task_base)
     found, src = device.empty(4 * n_tasks), device.empty(4 * n_tasks)
     ends, dists = [device.empty(4 * n_tasks * ROOM)], [device.empty(n_tasks * ROOM)]
-    n_over = device.zeros(4)
+    n_over, n_aligned = device.zeros(4), device.zeros(4)
     over_task, over_found = device.empty(4 * n_tasks), device.empty(4 * n_tasks)
     arguments = (*reads.buffers, genome_buffer, values, device.to_device(row_begin.astype(np.uint32)),
                  device.to_device(row_size.astype(np.uint32)), task_base_buffer, np.uint32(n_rows),
@@ -248,7 +289,7 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     results = (found, src)
     unlisted = over_task  # no tasks listed: the first run takes them all
     device.launch(kernel, groups(n_tasks, 64), None, *arguments, unlisted, unlisted, np.uint32(0), *results,
-                  ends[0], dists[0], n_over, over_task, over_found)
+                  ends[0], dists[0], n_over, over_task, over_found, n_aligned)
     # Most tasks find no locus: the few with more than ROOM run again with room for all.
     rerun = int(device.read(n_over, np.uint32, 1)[0])
     if rerun:
@@ -256,12 +297,13 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
         ends.append(device.empty(4 * int(offsets[-1])))
         dists.append(device.empty(int(offsets[-1])))
         device.launch(kernel, groups(rerun, 64), None, *arguments, over_task, device.to_device(offsets),
-                      np.uint32(rerun), *results, ends[1], dists[1], n_over, over_task, over_found)
+                      np.uint32(rerun), *results, ends[1], dists[1], n_over, over_task, over_found, n_aligned)
     count = device.empty(4 * n_rows)
     device.launch(device.kernel(PLAIN, "row_counts"), groups(n_rows, 64), None, task_base_buffer, found,
                   np.uint32(n_rows), count)
-    return RowLoci(device.read(count, np.uint32, n_rows).astype(np.int64), row_size, task_base, found, src,
-                   (ends[0], ends[-1]), (dists[0], dists[-1]), task_base_buffer)
+    return RowLoci(device.read(count, np.uint32, n_rows).astype(np.int64), row_size,
+                   int(device.read(n_aligned, np.uint32, 1)[0]), task_base, found, src, (ends[0], ends[-1]),
+                   (dists[0], dists[-1]), task_base_buffer)
 
 
 @dataclass

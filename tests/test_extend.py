@@ -198,13 +198,18 @@ def expected_row_loci(case: Case, rows: list[list[int]], offsets: np.ndarray, k:
     return found
 
 
-@pytest.mark.parametrize("k", [0, 3, 8])
-@pytest.mark.parametrize("alphabet", [4, 2])
-@pytest.mark.parametrize("slice_size", [1, 3, 32])
+ROW_LOCI_CASES = [(k, alphabet, slice_size, True, True) for k in (0, 3, 8) for alphabet in (4, 2)
+                  for slice_size in (1, 3, 32)]
+ROW_LOCI_CASES += [(3, 4, slice_size, merge, pre) for slice_size in (1, 32)
+                   for merge, pre in ((False, False), (True, False), (False, True))]
+
+
+@pytest.mark.parametrize("k,alphabet,slice_size,merge_windows,prealign", ROW_LOCI_CASES)
 def test_row_loci_merge_the_windows_of_each_row(device, monkeypatch, k: int, alphabet: int,
-                                                slice_size: int) -> None:
+                                                slice_size: int, merge_windows: bool, prealign: bool) -> None:
     """row_loci over three candidate lists (index segments), each row cut into slices of
-    slice_size candidates, == the loci align finds in every window of the row."""
+    slice_size candidates, == the loci align finds in every window of the row, whether or not
+    near windows are merged and the pre-alignment filter skips windows."""
     monkeypatch.setattr(extend, "SLICE", slice_size)
     case = Case(11 if alphabet == 4 else 21, alphabet=alphabet)
     offsets = np.append(case.contig_start, case.genome.size)
@@ -212,8 +217,11 @@ def test_row_loci_merge_the_windows_of_each_row(device, monkeypatch, k: int, alp
     rows: list[list[int]] = [[] for _ in case.reads]
     for r, c, copy_at in case.windows:
         rows[r].append(int(offsets[c] + copy_at))
-    for starts in rows:  # a contig start, a start near 0, near and repeated starts
+    for starts in rows:  # a contig start, a start near 0, near and repeated starts, chains k + 1 and k + 2 apart
         starts += [int(offsets[1]), 5, starts[0] + 1, starts[0] + 3, starts[1]]
+        starts += [starts[1] + (k + 1) * j for j in range(1, 4)]
+        starts += [max(0, starts[2] - (k + 2) * j) for j in range(1, 3)]
+        starts += [int(offsets[1]) - 1 - j for j in range(3)]  # a chain at the first contig's end
     parts = [[], [], []]
     for starts in rows:  # each start in one or two lists, a list empty for some rows
         side = rng.integers(0, 3, len(starts))
@@ -224,12 +232,15 @@ def test_row_loci_merge_the_windows_of_each_row(device, monkeypatch, k: int, alp
     lists = [device_candidates(device, part) for part in parts]
     reads = upload_reads(device, case.reads)
     got = row_loci(device, reads, device.to_device(case.genome), lists, device.to_device(offsets.astype(np.uint32)),
-                   offsets.size - 1, k)
+                   offsets.size - 1, k, merge_windows, prealign)
     want = expected_row_loci(case, rows, offsets, k)
     assert got.count.tolist() == [len(w) for w in want]
     end, dist = got.read(device)
     assert list(zip(end.tolist(), dist.tolist())) == sum(want, [])
     assert got.count.sum() >= len(case.reads)
+    if slice_size == 32:  # a task a row: each window aligned once, unless merged or skipped
+        n_windows = int(got.candidates.sum())
+        assert got.aligned == n_windows if not (merge_windows or prealign) else got.aligned < n_windows
 
 
 def test_row_loci_more_loci_than_candidates(device) -> None:
@@ -291,7 +302,7 @@ def test_best_loci_equal_a_stable_sort(device, k: int, max_hits) -> None:
     src = np.where(rerun, src + extend.RERUN, src).astype(np.uint32)
     other_ends, other_dists = rng.permutation(ends), rng.permutation(dists)
     task_base = region_offsets(np.bincount(task_row, minlength=2 * n_reads))
-    loci = RowLoci(count, count, task_base, device.to_device(found.astype(np.uint32)), device.to_device(src),
+    loci = RowLoci(count, count, 0, task_base, device.to_device(found.astype(np.uint32)), device.to_device(src),
                    (device.to_device(ends), device.to_device(other_ends)),
                    (device.to_device(dists), device.to_device(other_dists)))
     end, dist = loci.read(device)

@@ -29,10 +29,13 @@ def test_all_kernels_are_clean_under_oclgrind(tmp_path):
     # them, in two merge rounds)
     repeat = "ACGTTGCAAGT" * 2000
     # an IUPAC letter under r0, which MD shows, and a '.' in r3, which reads as N
+    # reads over 64 bases go through row_loci's pre-alignment filter; a period-2 repeat gives
+    # candidates 2 apart, which row_loci aligns as one window
     fasta = write_fasta(tmp_path / "g.fa", {"a": genome[:120] + "r" + genome[121:], "b": random_dna(rng, 400),
-                                            "c": repeat})
+                                            "c": repeat, "d": "AC" * 150 + random_dna(rng, 100)})
     reads = [genome[100:140], genome[500:530].replace("A", "C", 2), "ACGT" * 10,
-             genome[950:970] + "." + genome[971:990], repeat[:40]]
+             genome[950:970] + "." + genome[971:990], repeat[:40], genome[200:290].replace("G", "A", 2),
+             "AC" * 40]
     fq = tmp_path / "r.fq"
     fq.write_text("".join(f"@r{i} c\n{r}\n+\n{'I' * len(r)}\n" for i, r in enumerate(reads)))
     env = dict(os.environ, OCLGRIND_DATA_RACES="1", OCLGRIND_UNINITIALIZED="1",
@@ -60,6 +63,31 @@ def test_all_kernels_are_clean_under_oclgrind(tmp_path):
     name, flag, contig, _, _, cigar, *_, nm, md, _, hn = primary[4]
     assert (name, contig, cigar, nm) == ("r4", "c", "40M", "NM:i:0")
     assert int(hn[5:]) >= 1990  # the read lies at every copy of the repeat
+    # r6 lies at every other position of the AC repeat: one locus, at its rightmost best end
+    assert [(m[0], m[2], m[3], m[5]) for m in primary[5:]] == [("r5", "a", "201", "90M"), ("r6", "d", "221", "80M")]
+
+
+def test_prefilter_kernel_is_clean_under_oclgrind(tmp_path):
+    """prefix_rejects_windows (the test kernel of row_loci's pre-alignment filter), on windows
+    cut at both ends of a genome."""
+    script = (
+        "import numpy as np\n"
+        "from marose import extend\n"
+        "from marose.device import Device\n"
+        "d = Device('Oclgrind')\n"
+        "rng = np.random.default_rng(3)\n"
+        "genome = rng.integers(0, 4, 400).astype(np.uint8)\n"
+        "reads = [genome[10:110].copy(), genome[300:370].copy(), genome[:60].copy()]\n"
+        "got = extend.prefix_rejects(d, reads, d.to_device(genome), np.array([0, 0, 1, 1, 2]),\n"
+        "                            np.array([5, 200, 295, 0, 0]), np.array([115, 310, 400, 40, 65]), 5)\n"
+        "print(got.astype(int).tolist())\n"
+    )
+    env = dict(os.environ, OCLGRIND_DATA_RACES="1", OCLGRIND_UNINITIALIZED="1", PYTHONPATH=ROOT)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert not any(p in result.stderr.lower() for p in PROBLEMS), result.stderr
+    assert result.stdout.split("\n")[-2] == "[0, 1, 0, 1, 0]"
 
 
 def test_no_kernel_uses_vectors_wider_than_sixteen_bytes():

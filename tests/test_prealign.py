@@ -1,0 +1,92 @@
+"""The pre-alignment filter of row_loci (cl/extend.cl prefix_rejects) against its numpy twin
+(marose.prealign), and against brute force: it never rejects a window holding an end within k."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import mutate
+from marose import align, extend, prealign
+from marose.dna import N_CODE
+
+LENGTHS = (40, 64, 65, 100, 150, 250)
+
+
+def edited_at_ends(rng: np.random.Generator, read: np.ndarray, edits: int) -> np.ndarray:
+    """A copy of read with `edits` insertions, deletions or substitutions at its first or last base."""
+    out = list(read)
+    for _ in range(edits):
+        at = 0 if rng.random() < 0.5 else len(out) - 1
+        kind = rng.integers(3)
+        if kind == 0:
+            out[at] = (out[at] + 1 + int(rng.integers(3))) % 4
+        elif kind == 1:
+            out.insert(at + (at > 0), int(rng.integers(4)))
+        elif len(out) > 1:
+            del out[at]
+    return np.array(out, dtype=np.uint8)
+
+
+class Windows:
+    """Reads, a genome of two contigs holding copies of them with up to k + 2 edits (in the middle
+    or at the read's ends; one copy starts the second contig, one ends the first), and the windows
+    row_loci would align for candidate starts at, near and far from the copies."""
+
+    def __init__(self, seed: int, k: int):
+        rng = np.random.default_rng(seed)
+        self.reads = [rng.integers(0, 4, n).astype(np.uint8) for n in LENGTHS for _ in range(3)]
+        for read in self.reads[1::4]:
+            read[rng.integers(0, read.size)] = N_CODE
+        contigs, copies = [[], []], []
+        for r, read in enumerate(self.reads):
+            for c in (0, 1):
+                edits = int(rng.integers(0, k + 3))
+                copy = edited_at_ends(rng, read, edits) if rng.random() < 0.5 else mutate(rng, read, edits)
+                gap = rng.integers(0, 4, 0 if (c == 1 and r == 0) else int(rng.integers(0, 40))).astype(np.uint8)
+                copies.append((r, c, sum(map(len, contigs[c])) + gap.size))
+                contigs[c] += [gap, copy]
+        contigs[0].append(np.zeros(0, np.uint8))  # the last copy ends the first contig
+        self.contigs = [np.concatenate(parts) for parts in contigs]
+        self.genome = np.concatenate(self.contigs)
+        self.genome[rng.random(self.genome.size) < 0.005] = N_CODE
+        bounds = np.array([0, self.contigs[0].size, self.genome.size])
+        read_of, begin, end = [], [], []
+        for r, c, at in copies:
+            starts = [at + d for d in (-k - 2, -1, 0, 1, k + 2)] + [int(rng.integers(0, self.contigs[c].size))]
+            starts += [0, self.contigs[c].size - 1, self.contigs[c].size - len(self.reads[r]) + 2]
+            for start in starts:
+                start = min(max(start, 0), self.contigs[c].size - 1) + bounds[c]
+                w, e = prealign.window(start, len(self.reads[r]), bounds[c], bounds[c + 1], k)
+                read_of.append(r)
+                begin.append(w)
+                end.append(e)
+        self.read_of, self.begin, self.end = (np.array(a, dtype=np.int64) for a in (read_of, begin, end))
+
+
+@pytest.mark.parametrize("k", [0, 3, 5, 8])
+def test_kernel_equals_twin_and_never_rejects_an_end_within_k(device, k: int) -> None:
+    case = Windows(k, k)
+    got = extend.prefix_rejects(device, case.reads, device.to_device(case.genome), case.read_of, case.begin,
+                                case.end, k)
+    within = np.zeros(got.size, bool)
+    for c, (r, w, e) in enumerate(zip(case.read_of, case.begin, case.end)):
+        read = case.reads[r]
+        assert got[c] == prealign.rejects(read, case.genome, w, e, k)
+        ends_within = e > w and align.end_distances(read, case.genome[w:e], k).min() <= k
+        within[c] = ends_within
+        assert not (got[c] and ends_within)
+        if len(read) <= 64:
+            assert not got[c]  # no filter for reads of one word
+    long_reads = np.array([len(case.reads[r]) > 64 for r in case.read_of])
+    assert within.sum() >= 5  # windows the filter must keep
+    assert got[long_reads & ~within].mean() > 0.5  # most of the others it rejects
+
+
+def test_windows_too_short_for_the_first_word_are_rejected(device) -> None:
+    read = np.arange(100, dtype=np.uint8) % 4
+    genome = np.concatenate([read, read])
+    got = extend.prefix_rejects(device, [read], device.to_device(genome), np.zeros(3, np.int64),
+                                np.array([0, 0, 100]), np.array([100, 60, 130]), 5)
+    assert got.tolist() == [False, True, True]  # the copy; 60 bases (the first 64 within 29); 30 < 31 bases
+    assert [prealign.rejects(read, genome, w, e, 5) for w, e in ((0, 100), (0, 60), (100, 130))] == got.tolist()
