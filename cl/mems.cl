@@ -11,7 +11,7 @@
  * positions a work-item of count_hits looks up), WG and SCAN_ITEMS (the work-group size of the
  * scans and the values each of its work-items sums). Sequences are base codes: 0..3 for A, C,
  * G, T and 4 for anything that matches nothing (N, other letters, the separators between
- * contigs and between queries). Needs scan.cl. */
+ * contigs and between queries). Needs search.cl and scan.cl. */
 
 #define NO_KEY 0xffffffffu
 
@@ -106,19 +106,6 @@ __kernel void sort_buckets(__global const uint *bucket_start, uint n_buckets, __
     }
 }
 
-/* The first index in [lo, hi) of sorted keys whose key is key or more (hi if none). */
-inline uint lower_bound(__global const uint *keys, uint lo, uint hi, uint key)
-{
-    while (lo < hi) {
-        uint mid = (lo + hi) / 2u;
-        if (keys[mid] < key)
-            lo = mid + 1u;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* Query positions q_begin + i for i in [RUN * g, RUN * (g + 1)) of work-item g: the first
  * index entry with the position's seed (hit_first[i]) and how many there are (hit_count[i]).
  * The key rolls along the run, a base a position. */
@@ -142,8 +129,8 @@ __kernel void count_hits(__global const uchar *qry, uint q_len, uint q_begin, ui
         if (bases >= SEED_LEN) {
             uint b = key >> BUCKET_SHIFT, lo = bucket_start[b], hi = bucket_start[b + 1];
             if (lo < hi) {
-                first = lower_bound(seed_keys, lo, hi, key);
-                count = lower_bound(seed_keys, first, hi, key + 1u) - first;
+                first = lo + lower_bound(seed_keys + lo, hi - lo, key);
+                count = lower_bound(seed_keys + first, hi - first, key + 1u);
             }
         }
         hit_first[i] = first;

@@ -23,7 +23,7 @@ COUNT_RUN = 16  # query positions a work-item of count_hits looks up (its key ro
 SCAN_GROUP = 256
 SCAN_ITEMS = 4  # values a work-item of scan_parts sums
 SCAN_PART = SCAN_GROUP * SCAN_ITEMS
-PROGRAM = ("scan.cl", "mems.cl")
+PROGRAM = ("search.cl", "scan.cl", "mems.cl")
 TILE_SAMPLES = 1 << 25  # seeds of a reference tile's index, at most (1.2 Gbp at L = 50)
 WINDOW = 1 << 22  # query positions looked up at once, at most
 MAX_HITS = 1 << 22  # hits extended at once; a window with more is split
