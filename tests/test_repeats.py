@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import DATA, write_fasta
+from conftest import DATA, mutate, write_fasta
 from marose.dna import decode
 from marose.reference import read_fasta
 from test_map import build_index, compare, run_map, simulate, write_reads
@@ -33,7 +33,7 @@ def alu_reads(ref, n: int, rng) -> list[np.ndarray]:
     reads = []
     for p in rng.choice(at, n, replace=False):
         start = int(np.clip(p + rng.integers(-80, 40), 0, ref.total_length - 110))
-        reads.append(_edited(ref.codes[start:start + 105], rng))
+        reads.append(mutate(rng, ref.codes[start:start + 105], int(rng.integers(0, 5)))[:100])
     return reads
 
 
@@ -43,20 +43,6 @@ def _find_all(seq: str, motif: str):
     while at >= 0:
         yield at
         at = seq.find(motif, at + 1)
-
-
-def _edited(window: np.ndarray, rng) -> np.ndarray:
-    """The first 100 bases of window after up to 4 edits anywhere, its first base included."""
-    read = list(window)
-    for _ in range(rng.integers(0, 5)):
-        kind, at = rng.integers(3), rng.integers(0, 100)
-        if kind == 0:
-            read[at] = (read[at] + rng.integers(1, 4)) % 4
-        elif kind == 1:
-            read.insert(at, rng.integers(4))
-        else:
-            del read[at]
-    return np.array(read[:100], dtype=np.uint8)
 
 
 @pytest.mark.parametrize("k", [5, 8])
