@@ -100,9 +100,7 @@ def run_mems(args, log) -> None:
     """Finds the maximal exact matches (the work is in mems.py)."""
     from .mems import find_mems
 
-    if args.threads:
-        os.environ.setdefault("POCL_CPU_MAX_CU_COUNT", str(args.threads))
-        os.environ.setdefault("POCL_MAX_PTHREAD_COUNT", str(args.threads))
+    use_cpu_threads(args.threads)
     find_mems(args.reference, args.query, args.min_length, args.forward_coords, args.output, args.device, log,
               args.verbose)
 
@@ -250,9 +248,14 @@ def check_map_options(args) -> None:
     for reads in args.reads:
         if reads != "-" and not os.path.isfile(reads):
             raise MaroseError(f"{reads}: no such file")
-    if args.threads:
-        os.environ.setdefault("POCL_CPU_MAX_CU_COUNT", str(args.threads))
-        os.environ.setdefault("POCL_MAX_PTHREAD_COUNT", str(args.threads))
+    use_cpu_threads(args.threads)
+
+
+def use_cpu_threads(threads: int | None) -> None:
+    """The CPU OpenCL runtime (PoCL) takes threads cores, when given (before a device opens)."""
+    if threads:
+        os.environ.setdefault("POCL_CPU_MAX_CU_COUNT", str(threads))
+        os.environ.setdefault("POCL_MAX_PTHREAD_COUNT", str(threads))
 
 
 def mapping_lanes(device, on_device) -> int:
