@@ -51,9 +51,6 @@ inline uint pattern_offset(uint t, uint len, uint step)
     return min(t * step, len - WIDTH);
 }
 
-#define TABLES __global const uint *hash_seed, __global const uint *vertex_offset, \
-               __global const uint *g, __global const uint *slot_key, __global const uint *slot_start
-
 /* A seed's perfect hash: its vertices are [base, base + 3 part). */
 typedef struct {
     uint base;
@@ -61,6 +58,7 @@ typedef struct {
     uint hash_seed;
 } seed_hash_t;
 
+/* seed: numbered from the segment's first */
 inline seed_hash_t seed_hash(uint seed, __global const uint *hash_seed, __global const uint *vertex_offset)
 {
     seed_hash_t h = {vertex_offset[seed], 0u, hash_seed[seed]};
@@ -92,7 +90,7 @@ inline seed_hash_t seed_hash(uint seed, __global const uint *hash_seed, __global
  * are all evaluated before any slot is read, so that the slot reads (cache misses, mostly)
  * are independent of each other and overlap. */
 inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __global const uint *g,
-                       __global const uint *slot_key, __global const uint *slot_start)
+                       __global const uint *slot_key, __global const uint *slot_start, uint position_base)
 {
     uint slot[LOOKUP_BATCH];
 #if LOOKUP_BATCH % 4 == 0 /* in fours: keys past n are hashed too, and their slots not read */
@@ -104,7 +102,8 @@ inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __
 #endif
     for (uint j = 0; j < n; ++j) {
         uint v = slot[j];
-        found[j] = slot_key[v] == keys[j] ? (uint2)(slot_start[v], slot_start[v + 1]) : (uint2)(0u, 0u);
+        found[j] = slot_key[v] == keys[j] ? (uint2)(slot_start[v], slot_start[v + 1]) - position_base
+                                          : (uint2)(0u, 0u);
     }
 }
 
@@ -112,7 +111,7 @@ inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __
  * lookups at a time. */
 #define FOR_EACH_NEIGHBOR(p, VISIT)                                                         \
     do {                                                                                    \
-        seed_hash_t h_ = seed_hash(p.seed, hash_seed, vertex_offset);                       \
+        seed_hash_t h_ = seed_hash(p.seed - seed_lo, hash_seed, vertex_offset);             \
         uint keys_[LOOKUP_BATCH] = {0}, n_ = 0;                                             \
         uint2 found_[LOOKUP_BATCH];                                                         \
         FOR_EACH_NEIGHBOR_KEY(p.key, QUEUE_KEY_, VISIT);                                    \
@@ -126,7 +125,7 @@ inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __
     } while (0)
 #define FLUSH_KEYS_(VISIT)                                                                  \
     do {                                                                                    \
-        find_batch(h_, keys_, n_, found_, g, slot_key, slot_start);                         \
+        find_batch(h_, keys_, n_, found_, g, slot_key, slot_start, position_base);          \
         for (uint j_ = 0; j_ < n_; ++j_)                                                    \
             VISIT(found_[j_]);                                                              \
         n_ = 0;                                                                             \
@@ -137,7 +136,7 @@ inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __
  * filter_emit does not look them up again. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void filter_count(__global const uchar *reads, __global const uint *read_offset,
-                  __global const uint *read_length, __global const uint *read_step, TABLES,
+                  __global const uint *read_length, __global const uint *read_step, SEGMENT_TABLES,
                   __global const uint *pattern_base, __global uint *item_count, __global uint *read_count,
                   __global uint2 *saved, __global uint *n_found)
 {
@@ -161,7 +160,7 @@ void filter_count(__global const uchar *reads, __global const uint *read_offset,
         pattern_t p = make_pattern(read, pattern_offset(t, len, step));
         found_here = 0;
         saved_here = saved + SAVED * (pattern_base[r] + t);
-        if (p.ok)
+        if (p.ok && p.seed - seed_lo < n_seeds) /* the other seeds are other segments' */
             FOR_EACH_NEIGHBOR(p, COUNT);
         n_found[pattern_base[r] + t] = found_here;
     }
@@ -187,7 +186,7 @@ inline uint read_start(uint q, uint o, __global const uint *contig_start, uint n
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void filter_emit(__global const uchar *reads, __global const uint *read_offset,
-                 __global const uint *read_length, __global const uint *read_step, TABLES,
+                 __global const uint *read_length, __global const uint *read_step, SEGMENT_TABLES,
                  __global const uint *pattern_base, __global const uint2 *saved,
                  __global const uint *n_found, __global const uint *positions, __global const uint *contig_start, uint n_contigs,
                  __global const uint *item_count, __global const uint *out_offset,

@@ -1,18 +1,20 @@
 /* Many (seed, neighborhood key) lookups at once: the [begin, end) of each one's genome
- * positions in the segment, empty when the pattern does not occur. Needs murmur3.cl, phf.cl. */
+ * positions in the segment, empty when the pattern does not occur there. Needs murmur3.cl, phf.cl. */
 
 __kernel void lookup(__global const uint *seeds, __global const uint *keys, uint n,
-                     __global const uint *hash_seed, __global const uint *vertex_offset,
-                     __global const uint *g, __global const uint *slot_key,
-                     __global const uint *slot_start, __global uint2 *ranges)
+                     SEGMENT_TABLES, __global uint2 *ranges)
 {
     size_t i = get_global_id(0);
     if (i >= n)
         return;
-    uint s = seeds[i], key = keys[i];
+    uint s = seeds[i] - seed_lo, key = keys[i];
+    if (s >= n_seeds) {
+        ranges[i] = (uint2)(0u, 0u);
+        return;
+    }
     uint base = vertex_offset[s];
     uint part = (vertex_offset[s + 1] - base) / 3u;
     uint v = phf_slot(key, hash_seed[s], base, part, g);
-    uint end = slot_start[v + 1];
-    ranges[i] = (uint2)(slot_key[v] == key ? slot_start[v] : end, end);
+    uint end = slot_start[v + 1] - position_base;
+    ranges[i] = (uint2)(slot_key[v] == key ? slot_start[v] - position_base : end, end);
 }

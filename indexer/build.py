@@ -1,9 +1,15 @@
-"""Seeds, neighborhoods and the two-level position tables of each genome segment."""
+"""Seeds, neighborhoods and the two-level position tables of an index, whose segments each hold
+a range of seeds.
+
+A pattern is a seed and the neighborhood key that follows it; each seed has a BDZ perfect hash
+over its keys, which depends on that seed's patterns alone. So the seeds can be built in any
+grouping, in memory or a range at a time (partition.py), with the same tables, and each lookup
+goes to the one segment that holds its seed."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, replace
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -15,13 +21,16 @@ from marose.reference import Reference
 from . import bdz
 
 EMPTY_KEY = np.uint32(0xFFFFFFFF)  # stored in slots no key hashes to
+MAX_TABLE = 2**32 - 1  # a segment's vertices and positions are numbered in uint32
+BIN_BASES = 6  # seeds are grouped into bins by their first bases; segments hold whole bins
 
 
 @dataclass(frozen=True)
 class IndexParams(PatternShape):
-    """What the index is built with: seed mask, neighborhood length, segment size."""
+    """What the index is built with: seed mask, neighborhood length, and the most patterns a
+    segment holds."""
 
-    segment_size: int
+    segment_size: int = MAX_TABLE
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -32,24 +41,60 @@ class IndexParams(PatternShape):
     def n_seeds(self) -> int:
         return 4**self.weight
 
+    @property
+    def bin_shift(self) -> int:
+        """Bits of a seed below its bin number."""
+        return 2 * max(0, self.weight - BIN_BASES)
+
+    @property
+    def n_bins(self) -> int:
+        return self.n_seeds >> self.bin_shift
+
 
 @dataclass
 class Segment:
-    """The index of the patterns starting in [start, end) of the concatenated genome."""
+    """The index of the seeds in [seed_lo, seed_hi): each seed's hash (hash_seed, vertex_offset
+    and g, indexed by seed - seed_lo), the key of each vertex and the start of its positions.
 
-    start: int
-    end: int
+    A segment cut from another for a device (part) keeps its parent's slot_start values:
+    position_base is subtracted from them, and its positions start there."""
+
+    seed_lo: int
+    seed_hi: int
     hash_seed: np.ndarray  # uint32 per seed
     vertex_offset: np.ndarray  # uint32 per seed + 1
     g: np.ndarray  # packed, 16 vertices per uint32
     slot_key: np.ndarray  # uint32 per vertex
-    slot_start: np.ndarray  # uint32 per vertex + 1, into positions
+    slot_start: np.ndarray  # uint32 per vertex + 1, into positions (+ position_base)
     positions: np.ndarray  # uint32 genome positions (seed starts), ascending within a key
     sum_count_sq: int  # sum over keys of (positions per key)^2
+    position_base: int = 0
 
     @property
     def n_vertices(self) -> int:
         return int(self.slot_key.size)
+
+    @property
+    def n_seeds(self) -> int:
+        return self.seed_hi - self.seed_lo
+
+    def part(self, seed_lo: int, seed_hi: int) -> "Segment":
+        """The seeds [seed_lo, seed_hi) of this segment, as views where the arrays allow (the
+        vertices from a multiple of 16 on, so that g stays packed as it is)."""
+        lo, hi = seed_lo - self.seed_lo, seed_hi - self.seed_lo
+        v0, v1 = int(self.vertex_offset[lo]), int(self.vertex_offset[hi])
+        first = v0 - v0 % 16
+        p0 = int(self.slot_start[first]) - self.position_base
+        p1 = int(self.slot_start[v1]) - self.position_base
+        return replace(self, seed_lo=seed_lo, seed_hi=seed_hi, hash_seed=self.hash_seed[lo:hi],
+                       vertex_offset=(np.asarray(self.vertex_offset[lo:hi + 1]) - np.uint32(first)).astype(np.uint32),
+                       g=self.g[first // 16:-(-v1 // 16)], slot_key=self.slot_key[first:v1],
+                       slot_start=self.slot_start[first:v1 + 1], positions=self.positions[p0:p1],
+                       position_base=self.position_base + p0, sum_count_sq=0)
+
+    def nbytes(self) -> int:
+        return sum(np.asarray(a).nbytes for a in (self.hash_seed, self.vertex_offset, self.g, self.slot_key,
+                                                  self.slot_start, self.positions))
 
 
 def pattern_starts(ref: Reference, start: int, end: int, width: int) -> np.ndarray:
@@ -72,79 +117,179 @@ def pattern_starts(ref: Reference, start: int, end: int, width: int) -> np.ndarr
     return (np.flatnonzero(valid) + start).astype(np.uint32)
 
 
-def _pack(ref: Reference, start: int, stop: int, offsets: list[int]) -> np.ndarray:
-    """2-bit codes at the given offsets from every position in [start, stop), first most significant."""
-    packed = np.zeros(stop - start, dtype=np.uint32)
+def _pack(codes: np.ndarray, positions: np.ndarray, offsets: Iterable[int]) -> np.ndarray:
+    """2-bit codes at the given offsets from each position, first most significant."""
+    packed = np.zeros(positions.size, dtype=np.uint32)
     for j in offsets:
         packed <<= np.uint32(2)
-        packed |= ref.codes[start + j : stop + j] & np.uint8(3)
+        packed |= codes[positions + np.uint32(j)] & np.uint8(3)
     return packed
 
 
-def seeds_and_keys(ref: Reference, positions: np.ndarray, params: IndexParams) -> tuple[np.ndarray, np.ndarray]:
-    """Seed id and neighborhood key of the patterns at the given (valid) positions."""
-    if positions.size == 0:
-        return np.empty(0, np.uint32), np.empty(0, np.uint32)
-    start, stop = int(positions[0]), int(positions[-1]) + 1
-    rel = positions - start
-    seeds = _pack(ref, start, stop, params.seed_offsets)[rel]
-    keys = _pack(ref, start, stop, list(range(params.span, params.width)))[rel]
-    return seeds, keys
+def seeds_of(codes: np.ndarray, positions: np.ndarray, params: IndexParams) -> np.ndarray:
+    """The seed of the pattern at each (valid) position."""
+    return _pack(codes, positions, params.seed_offsets)
 
 
-def _sort_patterns(seeds, keys, positions, params: IndexParams, start: int):
-    """Patterns sorted by (seed, key), positions ascending within a key: (seed, key, position) uint32."""
-    pattern = (seeds.astype(np.uint64) << np.uint64(2 * params.ln)) | keys
+def keys_of(codes: np.ndarray, positions: np.ndarray, params: IndexParams) -> np.ndarray:
+    """The neighborhood key of the pattern at each (valid) position."""
+    return _pack(codes, positions, range(params.span, params.width))
+
+
+def _sort_patterns(seeds, keys, positions, params: IndexParams, seed_lo: int):
+    """Patterns sorted by (seed, key), positions ascending within a key: (seed, key, position)
+    uint32. A sort of one uint64 holding all three where they fit, else by argsort."""
+    seed_bits = max(1, int(seeds.max() - seed_lo).bit_length()) if seeds.size else 1
+    pos_bits = 32
+    pattern = (seeds - np.uint32(seed_lo)).astype(np.uint64) << np.uint64(2 * params.ln)
+    pattern |= keys
     del seeds, keys
-    rel = positions - np.uint32(start)
-    pos_bits = max(1, int(rel.max()).bit_length()) if rel.size else 1
-    if 2 * (params.weight + params.ln) + pos_bits <= 64:
+    if seed_bits + 2 * params.ln + pos_bits <= 64:
         pattern <<= np.uint64(pos_bits)
-        pattern |= rel
+        pattern |= positions
         pattern.sort()
-        positions = (pattern & np.uint64((1 << pos_bits) - 1)).astype(np.uint32) + np.uint32(start)
+        positions = (pattern & np.uint64(MAX_TABLE)).astype(np.uint32)
         pattern >>= np.uint64(pos_bits)
     else:
-        order = np.argsort(pattern, kind="stable")
+        order = np.argsort(pattern, kind="stable")  # positions come ascending
         pattern, positions = pattern[order], positions[order]
     keys = (pattern & np.uint64((1 << (2 * params.ln)) - 1)).astype(np.uint32)
     pattern >>= np.uint64(2 * params.ln)
-    return pattern.astype(np.uint32), keys, positions
+    return pattern.astype(np.uint32) + np.uint32(seed_lo), keys, positions
 
 
 HashBuilder = Callable[[np.ndarray, np.ndarray, int], bdz.PerfectHash]
 
 
-def build_segment(ref: Reference, start: int, end: int, params: IndexParams,
-                  hash_builder: HashBuilder = bdz.build) -> Segment:
-    """Index the patterns starting in [start, end)."""
-    positions = pattern_starts(ref, start, end, params.width)
-    seeds, keys = seeds_and_keys(ref, positions, params)
-    seeds, keys, positions = _sort_patterns(seeds, keys, positions, params, start)
+@dataclass
+class RangeTables:
+    """The tables of the seeds in [seed_lo, seed_hi), numbered from 0 (g unpacked, a uint8 per
+    vertex), and each seed's sum of squared position counts."""
+
+    seed_lo: int
+    seed_hi: int
+    hash_seed: np.ndarray
+    vertex_offset: np.ndarray  # uint64 per seed + 1
+    g: np.ndarray
+    slot_key: np.ndarray
+    slot_start: np.ndarray  # uint64 per vertex + 1
+    positions: np.ndarray
+    count_sq: np.ndarray  # int64 per seed
+
+
+def build_range(codes: np.ndarray, positions: np.ndarray, seed_lo: int, seed_hi: int, params: IndexParams,
+                hash_builder: HashBuilder = bdz.build) -> RangeTables:
+    """Index the patterns at the given positions, whose seeds are all in [seed_lo, seed_hi)."""
+    seeds, keys = seeds_of(codes, positions, params), keys_of(codes, positions, params)
+    seeds, keys, positions = _sort_patterns(seeds, keys, positions, params, seed_lo)
     new_key = np.ones(positions.size, dtype=bool)
     new_key[1:] = (seeds[1:] != seeds[:-1]) | (keys[1:] != keys[:-1])
-    first = np.flatnonzero(new_key).astype(np.uint32)
+    first = np.flatnonzero(new_key)
     del new_key
-    counts = np.diff(np.append(first, np.uint32(positions.size)))
-    key_seed, key = seeds[first], keys[first]
+    counts = np.diff(np.append(first, positions.size))
+    key_seed, key = seeds[first] - np.uint32(seed_lo), keys[first]
     del seeds, keys
-    ph = hash_builder(key_seed.astype(np.int64), key, params.n_seeds)
+    ph = hash_builder(key_seed.astype(np.int64), key, seed_hi - seed_lo)
     n_vertices = int(ph.vertex_offset[-1])
     slot_key = np.full(n_vertices, EMPTY_KEY, dtype=np.uint32)
     slot_key[ph.slot] = key
-    per_slot = np.zeros(n_vertices + 1, dtype=np.uint32)
-    per_slot[ph.slot + 1] = counts
-    slot_start = np.cumsum(per_slot, dtype=np.uint32)
+    per_slot = np.zeros(n_vertices + 1, dtype=np.uint64)
+    per_slot[ph.slot.astype(np.int64) + 1] = counts
+    slot_start = np.cumsum(per_slot, dtype=np.uint64)
+    del per_slot
     # each position moves from its key's run in sorted order to its key's slot's run
-    shift = np.repeat(slot_start[ph.slot] - first, counts)
-    shift += np.arange(positions.size, dtype=np.uint32)
+    shift = np.repeat((slot_start[ph.slot] - first.astype(np.uint64)).astype(np.int64), counts)
+    shift += np.arange(positions.size, dtype=np.int64)
     table = np.empty(positions.size, dtype=np.uint32)
     table[shift] = positions
-    return Segment(start, end, ph.hash_seed, ph.vertex_offset, bdz.pack_g(ph.g), slot_key, slot_start,
-                   table, int(np.sum(counts.astype(np.int64) ** 2)))
+    count_sq = np.bincount(key_seed, weights=counts.astype(np.float64) ** 2, minlength=seed_hi - seed_lo)
+    return RangeTables(seed_lo, seed_hi, ph.hash_seed, ph.vertex_offset.astype(np.uint64), ph.g, slot_key,
+                       slot_start, table, count_sq.astype(np.int64))
 
 
-def segment_bounds(total_length: int, segment_size: int) -> list[tuple[int, int]]:
-    """[start, end) of each segment; patterns are assigned by their start position."""
-    edges = list(range(0, total_length, segment_size)) + [total_length]
-    return list(zip(edges[:-1], edges[1:]))
+class SegmentSink:
+    """Where the assembler puts a segment's tables, piece by piece in seed order (each piece's
+    vertex and position numbers start at 0), and how it ends the segment."""
+
+    def append(self, hash_seed, vertex_offset, g, slot_key, slot_start, positions, count_sq: int) -> None:
+        raise NotImplementedError
+
+    def close(self, seed_hi: int) -> None:
+        raise NotImplementedError
+
+
+class Assembler:
+    """Cuts RangeTables, given in seed order, into segments of whole seed bins, none with more
+    than segment_size positions or MAX_TABLE vertices: open_sink(seed_lo) starts each."""
+
+    def __init__(self, params: IndexParams, open_sink: Callable[[int], SegmentSink]):
+        self.params, self.open_sink = params, open_sink
+        self.sink: SegmentSink | None = None
+        self.n_vertices = self.n_positions = self.seed_hi = 0
+
+    def add(self, tables: RangeTables) -> None:
+        step = 1 << self.params.bin_shift
+        for lo in range(tables.seed_lo, tables.seed_hi, step):
+            self._add_bin(tables, lo - tables.seed_lo, min(lo + step, tables.seed_hi) - tables.seed_lo)
+
+    def _add_bin(self, t: RangeTables, s0: int, s1: int) -> None:
+        v0, v1 = int(t.vertex_offset[s0]), int(t.vertex_offset[s1])
+        p0, p1 = int(t.slot_start[v0]), int(t.slot_start[v1])
+        if self.sink is None or (self.n_positions and self.n_positions + p1 - p0 > self.params.segment_size) or \
+                self.n_vertices + v1 - v0 > MAX_TABLE:
+            self._close(t.seed_lo + s0)
+            self.sink = self.open_sink(t.seed_lo + s0)
+        if v1 - v0 > MAX_TABLE or p1 - p0 > MAX_TABLE:
+            raise MaroseError(f"the seeds from {t.seed_lo + s0} have {p1 - p0:,} patterns and {v1 - v0:,} hash "
+                              "vertices, more than a segment can number; index with a longer seed (--mask)")
+        self.sink.append(t.hash_seed[s0:s1], t.vertex_offset[s0:s1] - np.uint64(v0), t.g[v0:v1],
+                         t.slot_key[v0:v1], t.slot_start[v0:v1] - np.uint64(p0), t.positions[p0:p1],
+                         int(t.count_sq[s0:s1].sum()))
+        self.n_vertices += v1 - v0
+        self.n_positions += p1 - p0
+        self.seed_hi = t.seed_lo + s1
+
+    def _close(self, seed_hi: int) -> None:
+        if self.sink is not None:
+            self.sink.close(seed_hi)
+        self.n_vertices = self.n_positions = 0
+
+    def finish(self) -> None:
+        self._close(self.seed_hi)
+        self.sink = None
+
+
+class MemorySink(SegmentSink):
+    """A segment held in memory, appended to segments when it closes."""
+
+    def __init__(self, seed_lo: int, segments: list):
+        self.seed_lo, self.segments = seed_lo, segments
+        self.pieces: list[tuple] = []
+        self.n_vertices = self.n_positions = self.count_sq = 0
+
+    def append(self, hash_seed, vertex_offset, g, slot_key, slot_start, positions, count_sq: int) -> None:
+        self.pieces.append((hash_seed, vertex_offset + np.uint64(self.n_vertices), g, slot_key,
+                            slot_start + np.uint64(self.n_positions), positions))
+        self.n_vertices += g.size
+        self.n_positions += positions.size
+        self.count_sq += count_sq
+
+    def close(self, seed_hi: int) -> None:
+        joined = [np.concatenate(arrays) for arrays in zip(*self.pieces)]
+        hash_seed, vertex_offset, g, slot_key, slot_start, positions = joined
+        self.segments.append(Segment(
+            self.seed_lo, seed_hi, hash_seed.astype(np.uint32),
+            np.append(vertex_offset, self.n_vertices).astype(np.uint32), bdz.pack_g(g), slot_key.astype(np.uint32),
+            np.append(slot_start, self.n_positions).astype(np.uint32), positions.astype(np.uint32), self.count_sq))
+
+
+def build_segments(ref: Reference, params: IndexParams, hash_builder: HashBuilder = bdz.build) -> list[Segment]:
+    """The index of a (small) genome in memory, segment by segment; partition.py builds the
+    same tables in bounded memory."""
+    positions = pattern_starts(ref, 0, ref.total_length, params.width)
+    tables = build_range(ref.codes, positions, 0, params.n_seeds, params, hash_builder)
+    segments: list[Segment] = []
+    assembler = Assembler(params, lambda seed_lo: MemorySink(seed_lo, segments))
+    assembler.add(tables)
+    assembler.finish()
+    return segments

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -10,14 +11,10 @@ from marose import __version__
 from marose.errors import MaroseError, run_command
 from marose.reference import read_fasta
 
-from . import store
-from . import bdz
-from .build import IndexParams, build_segment, segment_bounds
+from . import bdz, partition, store
+from .build import MAX_TABLE, Assembler, IndexParams
 
-# Bases per segment: the filter looks every read up in each segment, so fewer, larger segments
-# map faster. 2^27 holds a 121 Mbp reference in one segment (1.3 GB of tables; the build's
-# peak memory 5.1 GB, against 3.6 GB for two segments of 2^26).
-DEFAULT_SEGMENT_SIZE = 1 << 27
+DEFAULT_BUDGET_SHARE = 0.8  # of the memory available when the build starts
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -35,9 +32,17 @@ def _parser() -> argparse.ArgumentParser:
                                                "the genome size")
     parser.add_argument("--read-length", type=int,
                         help="shortest read length the index should serve (guides the defaults)")
-    parser.add_argument("--segment-size", type=int, default=DEFAULT_SEGMENT_SIZE,
-                        help="bases per index segment; the mapper streams segments to the device "
-                             f"(default {DEFAULT_SEGMENT_SIZE})")
+    parser.add_argument("--segment-size", type=int, default=MAX_TABLE,
+                        help="the most patterns (about one a base) an index segment holds. A segment holds a "
+                             "range of seeds, so a read's lookups go to one segment however many there are, "
+                             "and the mapper cuts segments further to fit the device it runs on; the default "
+                             "is the most that 32-bit tables number, one segment up to about 4 Gbp")
+    parser.add_argument("-m", "--max-memory", metavar="SIZE",
+                        help="memory the build may use, e.g. 16G (K, M, G, T): the genome plus the "
+                             "patterns being hashed, by all workers together; the index does not depend on "
+                             f"it (default {DEFAULT_BUDGET_SHARE * 100:.0f}%% of the memory available)")
+    parser.add_argument("-t", "--threads", type=int,
+                        help="worker processes (default: all cores, fewer when the memory budget is small)")
     parser.add_argument("--device", help="OpenCL device for the hash build ('P:D' or part of its name; "
                                          "PYOPENCL_CTX is honoured); without any device the build runs in numpy")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
@@ -58,7 +63,7 @@ def choose_params(args, genome_size: int) -> IndexParams:
     return IndexParams(mask, ln, args.segment_size)
 
 
-def hash_builder(spec: str | None, log, verbose: bool = False):
+def hash_builder(spec: str | None, verbose: bool, log):
     """The OpenCL hash builder on the chosen device, once it passed its known-answer check, or
     numpy's when there is no device."""
     from marose import known_answer
@@ -73,37 +78,37 @@ def hash_builder(spec: str | None, log, verbose: bool = False):
 
     device = Device(spec, verbose=verbose)
     known_answer.ensure(device, ("index",), log)
-    log(f"building the hashes on {device.device.name.strip()}")
     return lambda seed_of_key, keys, n_seeds: bdz_cl.build(device, seed_of_key, keys, n_seeds)
 
 
 def build_index(genome: str, output: str | None, args, log) -> str:
-    """Read the genome, build every segment and write the index; return its path."""
+    """Read the genome, build its segments within the memory budget and write the index; return
+    its path."""
     started = time.time()
+    budget = partition.parse_size(args.max_memory) if args.max_memory else \
+        int(DEFAULT_BUDGET_SHARE * partition.available_memory())
+    if args.threads is not None and args.threads < 1:
+        raise MaroseError("--threads must be at least 1")
     ref = read_fasta(genome)
     params = choose_params(args, ref.total_length)
-    log(f"read {len(ref.names)} contig(s), {ref.total_length:,} bases; mask {params.mask}, "
-        f"ln {params.ln} [{time.time() - started:.1f} s]")
-    builder = hash_builder(args.device, log, args.verbose)
+    plan = partition.plan(ref.total_length, budget, args.threads or os.cpu_count() or 1)
+    log(f"read {len(ref.names)} contig(s), {ref.total_length:,} bases; mask {params.mask}, ln {params.ln}; "
+        f"{plan.workers} worker(s) within {partition.size_text(budget)} [{time.time() - started:.1f} s]")
     path = output or store.default_path(genome)
     writer = store.IndexWriter(path, params, ref, genome)
     try:
-        bounds = segment_bounds(ref.total_length, params.segment_size)
-        n_positions = 0
-        for number, (start, end) in enumerate(bounds):
-            segment = build_segment(ref, start, end, params, builder)
-            writer.add_segment(segment)
-            n_positions += segment.positions.size
-            log(f"segment {number + 1}/{len(bounds)}: {segment.positions.size:,} patterns, "
-                f"{segment.n_vertices:,} hash vertices [{time.time() - started:.1f} s]")
-        if n_positions == 0:
+        assembler = Assembler(params, writer.open_segment)
+        n_patterns = partition.build(ref, params, assembler, os.path.join(writer.tmp, "scratch"), plan,
+                                     (args.device, args.verbose, args.quiet), log)
+        if n_patterns == 0:
             raise MaroseError(f"{genome}: no stretch of {params.width} A/C/G/T bases within a contig; "
                               "the genome is shorter than one pattern")
         writer.commit()
     except BaseException:
         writer.abort()
         raise
-    log(f"wrote {path} [{time.time() - started:.1f} s]")
+    log(f"wrote {path}: {n_patterns:,} patterns in {len(writer.segments)} segment(s) "
+        f"[{time.time() - started:.1f} s]")
     return path
 
 

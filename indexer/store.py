@@ -7,15 +7,16 @@
       genome.iupac           int64 (n, 2), position and letter (upper-case ASCII) of each base
                              other than ACGTN (held as N in the bases, U as T), which MD shows;
                              an index written before it has none, and reads as such
-      segNNN.hash_seed       uint32 per seed: J of its BDZ hash
+      segNNN.hash_seed       uint32 per seed of the segment: J of its BDZ hash
       segNNN.vertex_offset   uint32 per seed + 1
       segNNN.g               uint32, sixteen 2-bit g values each
       segNNN.slot_key        uint32 per vertex: the key hashed there (0xFFFFFFFF if none)
       segNNN.slot_start      uint32 per vertex + 1: start of its positions
       segNNN.positions       uint32: genome positions, grouped by slot
 
-Every file's size and CRC-32 are in the manifest. The directory is written under a
-temporary name and renamed when complete.
+Segment NNN holds the seeds [seed_lo, seed_hi) that the manifest gives it. Every file's size
+and CRC-32 are in the manifest. The directory is written under a temporary name and renamed
+when complete.
 """
 
 from __future__ import annotations
@@ -31,11 +32,11 @@ import numpy as np
 from marose.errors import MaroseError
 from marose.reference import Reference
 
-from .build import IndexParams, Segment
+from .build import IndexParams, Segment, SegmentSink
 from .verified import VerifiedFiles
 
 FORMAT = "marose-index"
-VERSION = 1
+VERSION = 2  # 1: segments were ranges of the genome
 MANIFEST = "manifest.json"
 SEGMENT_ARRAYS = {
     "hash_seed": "<u4",
@@ -74,10 +75,88 @@ def _crc32(path: str) -> int:
 
 
 def _write_array(directory: str, name: str, array: np.ndarray, dtype: str, files: dict) -> None:
-    path = os.path.join(directory, name)
-    data = np.ascontiguousarray(array, dtype=np.dtype(dtype))
-    data.tofile(path)
-    files[name] = {"dtype": dtype, "shape": list(data.shape), "bytes": data.nbytes, "crc32": _crc32(path)}
+    with ArrayFile(directory, name, dtype, files) as out:
+        out.write(array)
+
+
+class ArrayFile:
+    """An index file written in pieces, its size and CRC-32 kept as they are written; its
+    manifest entry goes into files when it closes."""
+
+    def __init__(self, directory: str, name: str, dtype: str, files: dict):
+        self.name, self.dtype, self.files = name, dtype, files
+        self.handle = open(os.path.join(directory, name), "wb")
+        self.crc = self.count = 0
+
+    def write(self, array: np.ndarray) -> None:
+        data = np.ascontiguousarray(array, dtype=np.dtype(self.dtype)).reshape(-1)
+        self.handle.write(memoryview(data).cast("B"))
+        self.crc = zlib.crc32(memoryview(data).cast("B"), self.crc)
+        self.count += data.size
+
+    def __enter__(self) -> "ArrayFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.handle.close()
+        itemsize = np.dtype(self.dtype).itemsize
+        self.files[self.name] = {"dtype": self.dtype, "shape": [self.count], "bytes": self.count * itemsize,
+                                 "crc32": self.crc}
+
+
+def _write_packed_genome(directory: str, ref: Reference, files: dict, chunk: int = 1 << 26) -> None:
+    """genome.2bit, packed a chunk at a time (a multiple of 4 bases)."""
+    from marose.reference import pack_2bit
+
+    if "packed" in ref.__dict__:
+        _write_array(directory, "genome.2bit", ref.packed, "<u1", files)
+        return
+    with ArrayFile(directory, "genome.2bit", "<u1", files) as out:
+        for start in range(0, ref.total_length, chunk):
+            out.write(pack_2bit(ref.codes[start:start + chunk]))
+
+
+class DiskSegment(SegmentSink):
+    """A segment written to the index directory piece by piece (build.Assembler): its vertex and
+    position numbers carried on, g packed sixteen to a word as the vertices come."""
+
+    def __init__(self, writer: "IndexWriter", seed_lo: int):
+        self.writer, self.seed_lo = writer, seed_lo
+        self.number = len(writer.segments)
+        self.out = {name: ArrayFile(writer.tmp, f"seg{self.number:03d}.{name}", dtype, writer.files)
+                    for name, dtype in SEGMENT_ARRAYS.items()}
+        self.n_vertices = self.n_positions = self.count_sq = 0
+        self.g_left = np.empty(0, np.uint8)  # g of the vertices past the last multiple of 16
+
+    def append(self, hash_seed, vertex_offset, g, slot_key, slot_start, positions, count_sq: int) -> None:
+        from .bdz import pack_g
+
+        out = self.out
+        out["hash_seed"].write(hash_seed)
+        out["vertex_offset"].write(np.asarray(vertex_offset, np.uint64) + np.uint64(self.n_vertices))
+        g = np.concatenate((self.g_left, g))
+        whole = g.size - g.size % 16
+        out["g"].write(pack_g(g[:whole]))
+        self.g_left = g[whole:]
+        out["slot_key"].write(slot_key)
+        out["slot_start"].write(np.asarray(slot_start, np.uint64) + np.uint64(self.n_positions))
+        out["positions"].write(positions)
+        self.n_vertices += int(np.asarray(slot_key).size)
+        self.n_positions += int(np.asarray(positions).size)
+        self.count_sq += count_sq
+
+    def close(self, seed_hi: int) -> None:
+        from .bdz import pack_g
+
+        out = self.out
+        out["vertex_offset"].write(np.array([self.n_vertices]))
+        out["slot_start"].write(np.array([self.n_positions]))
+        if self.g_left.size:
+            out["g"].write(pack_g(self.g_left))
+        for array in out.values():
+            array.__exit__()
+        self.writer.segments.append({"seed_lo": self.seed_lo, "seed_hi": seed_hi, "n_positions": self.n_positions,
+                                     "n_vertices": self.n_vertices, "sum_count_sq": self.count_sq})
 
 
 class IndexWriter:
@@ -103,20 +182,25 @@ class IndexWriter:
         }
         try:  # seconds for a large genome: Ctrl-C or SIGTERM meanwhile leaves no directory
             os.makedirs(self.tmp)
-            _write_array(self.tmp, "genome.2bit", ref.packed, "<u1", self.files)
+            _write_packed_genome(self.tmp, ref, self.files)
             _write_array(self.tmp, "genome.nruns", ref.runs, "<i8", self.files)
             _write_array(self.tmp, "genome.iupac", ref.iupac, "<i8", self.files)
         except BaseException:
             self.abort()
             raise
 
+    def open_segment(self, seed_lo: int) -> DiskSegment:
+        """The next segment, to be written piece by piece (build.Assembler)."""
+        return DiskSegment(self, seed_lo)
+
     def add_segment(self, segment: Segment) -> None:
+        """The next segment, whole (as build.build_segments makes them)."""
         number = len(self.segments)
         for name, dtype in SEGMENT_ARRAYS.items():
             _write_array(self.tmp, f"seg{number:03d}.{name}", getattr(segment, name), dtype, self.files)
         self.segments.append({
-            "start": segment.start,
-            "end": segment.end,
+            "seed_lo": segment.seed_lo,
+            "seed_hi": segment.seed_hi,
             "n_positions": int(segment.positions.size),
             "n_vertices": segment.n_vertices,
             "sum_count_sq": segment.sum_count_sq,
@@ -205,8 +289,8 @@ def load(path: str, verify: bool = True) -> Index:
         segments = []
         for number, info in enumerate(manifest["segments"]):
             seg = {name: arrays[f"seg{number:03d}.{name}"] for name in SEGMENT_ARRAYS}
-            segments.append(Segment(int(info["start"]), int(info["end"]), sum_count_sq=int(info["sum_count_sq"]),
-                                    **seg))
+            segments.append(Segment(int(info["seed_lo"]), int(info["seed_hi"]),
+                                    sum_count_sq=int(info["sum_count_sq"]), **seg))
     except (KeyError, TypeError) as exc:
         raise MaroseError(f"{os.path.join(path, MANIFEST)}: incomplete manifest ({exc}); rebuild the index") from None
     return Index(path, params, reference, segments, manifest)

@@ -56,6 +56,10 @@ def _map_parser(sub) -> None:
     p.add_argument("-R", "--read-group", help="read group header line, e.g. '@RG\\tID:run1\\tSM:sample1'")
     p.add_argument("--device", help="OpenCL device, as 'P:D' (see `marose devices`) or part of its name; "
                                     "PYOPENCL_CTX is honoured; default: a GPU if there is one")
+    p.add_argument("--max-device-memory", metavar="SIZE",
+                   help="device memory the index's tables may take, e.g. 20G (default 60%% of the device's); a "
+                        "larger index is cut into seed ranges, uploaded in turn for each batch, and each lookup "
+                        "still goes to one of them")
     p.add_argument("-t", "--threads", type=int, help="CPU threads for the CPU OpenCL runtime and BAM "
                                                      "compression (default: all)")
     p.add_argument("--batch-size", type=int,
@@ -182,11 +186,11 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     # the checksums are checked while mapping (zlib releases the interpreter lock)
     checked = _in_background(store.check_checksums, index)
     ref = index.reference
-    on_device = DeviceIndex(index, device)  # while the first batch is still being read
+    on_device = DeviceIndex(index, device, device_memory(args))  # while the first batch is still being read
     first = reading.result()
     first_length = first.first_length()
     k = args.max_errors if args.max_errors is not None else default_max_errors(first_length)
-    log(f"index {index.path} ({ref.total_length:,} bases, {len(index.segments)} segment(s)); "
+    log(f"index {index.path} ({ref.total_length:,} bases, {index_layout(on_device)}); "
         f"k={k}; device {describe(device.device)}")
     mapper = Mapper(index, device, k, args.max_hits, text_on_device=True, on_device=on_device)
     if args.explain:
@@ -227,6 +231,21 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
         write_stats(args.stats, stats, elapsed, started - setup_started, device)
     if exit_when_done:
         _end_process(0)
+
+
+def device_memory(args) -> int | None:
+    """Bytes of --max-device-memory, if given."""
+    from indexer.partition import parse_size
+
+    return parse_size(args.max_device_memory) if args.max_device_memory else None
+
+
+def index_layout(on_device) -> str:
+    """How the index lies on the device, for the log."""
+    segments = f"{len(on_device.index.segments)} segment(s)"
+    if on_device.resident:
+        return segments + " on the device"
+    return f"{segments}, cut into {len(on_device.parts)} parts uploaded in turn"
 
 
 def check_map_options(args) -> None:

@@ -94,7 +94,7 @@ def failure_message(device, wrong: list[str]) -> str:
 
 
 def make_case() -> Case:
-    from indexer.build import IndexParams, build_segment, segment_bounds
+    from indexer.build import IndexParams, build_segments
     from indexer.store import Index
 
     from .dna import N_CODE, decode, reverse_complement
@@ -108,7 +108,7 @@ def make_case() -> Case:
                             rng.integers(0, 4, 1000, dtype=np.uint8)])
     ref = Reference(["left", "right"], np.array([left.size, right.size], np.int64), np.concatenate([left, right]))
     params = IndexParams("###-##", 6, ref.total_length // 2 + 1)
-    segments = [build_segment(ref, a, b, params) for a, b in segment_bounds(ref.total_length, params.segment_size)]
+    segments = build_segments(ref, params)
     index = Index("known case", params, ref, segments, {})
     reads, with_indels = [], set()
     for i in range(60):
@@ -203,7 +203,9 @@ def _candidates_agree(device, case: Case, strands, rows: np.ndarray, e: int, ste
     ref, params = case.index.reference, case.index.params
     filt = Filter(device, params, e, ref.total_length, ref.offsets, capacity=capacity)
     on_device = filt.upload(strands, np.full(strands.n, step), rows)
-    found = [filt.run(seg, strands, on_device) for seg in DeviceIndex(case.index, device).segments()]
+    # the segments cut into parts of a third of their size, as a device too small for them has them
+    third = sum(s.nbytes() for s in case.index.segments) // 3
+    found = [filt.run(seg, strands, on_device) for seg in DeviceIndex(case.index, device, third).segments()]
     got = unique_candidates(np.concatenate([f.row for f in found]), np.concatenate([f.start for f in found]))
     chosen_rows = Strands(strands.codes, np.where(rows, strands.lengths, 0).astype(np.uint32), strands.width)
     want = reference_filter(case.index.segments, params, chosen_rows, e, step, ref.offsets)
@@ -285,11 +287,12 @@ def check_sam_records(device, case: Case) -> bool:
 
 def check_bdz(device, case: Case) -> bool:
     from indexer import bdz, bdz_cl
-    from indexer.build import _sort_patterns, pattern_starts, seeds_and_keys
+    from indexer.build import _sort_patterns, keys_of, pattern_starts, seeds_of
 
     ref, params = case.index.reference, case.index.params
     positions = pattern_starts(ref, 0, ref.total_length, params.width)
-    seeds, keys, _ = _sort_patterns(*seeds_and_keys(ref, positions, params), positions, params, 0)
+    seeds, keys, _ = _sort_patterns(seeds_of(ref.codes, positions, params), keys_of(ref.codes, positions, params),
+                                    positions, params, 0)
     first = np.flatnonzero(np.concatenate(([True], (seeds[1:] != seeds[:-1]) | (keys[1:] != keys[:-1]))))
     key_seed, key = seeds[first].astype(np.int64), keys[first]
     host = bdz.build(key_seed, key, params.n_seeds)

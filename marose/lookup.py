@@ -33,8 +33,10 @@ class DeviceSegment:
 
     @property
     def tables(self) -> tuple:
-        """The buffers a lookup needs, in kernel argument order."""
-        return (self.hash_seed, self.vertex_offset, self.g, self.slot_key, self.slot_start)
+        """What a lookup needs, in kernel argument order (SEGMENT_TABLES in cl/phf.cl)."""
+        s = self.segment
+        return (self.hash_seed, self.vertex_offset, self.g, self.slot_key, self.slot_start, np.uint32(s.seed_lo),
+                np.uint32(s.n_seeds), np.uint32(s.position_base))
 
 
 @dataclass
@@ -63,28 +65,52 @@ def device_genome(device: Device, codes, iupac: np.ndarray) -> DeviceGenome:
 
 class DeviceIndex:
     """An index on a device: its genome and contig starts, and its segments, kept there when
-    they fit or else uploaded in turn."""
+    they fit in max_bytes (default: RESIDENT_FRACTION of the device's memory), or else cut into
+    parts of up to max_bytes, seed ranges uploaded in turn."""
 
-    def __init__(self, index: Index, device: Device):
+    def __init__(self, index: Index, device: Device, max_bytes: int | None = None):
         self.index = index
         self.device = device
         reference = index.reference
-        tables = [[np.asarray(getattr(s, name)) for name in TABLES] for s in index.segments]
-        self.resident = sum(a.nbytes for t in tables for a in t) <= RESIDENT_FRACTION * device.device.global_mem_size
+        budget = max_bytes or int(RESIDENT_FRACTION * device.device.global_mem_size)
+        self.resident = sum(s.nbytes() for s in index.segments) <= budget
+        self.parts = list(index.segments) if self.resident else [
+            part for s in index.segments for part in device_parts(s, budget)]
+        tables = [[np.asarray(getattr(s, name)) for name in TABLES] for s in self.parts]
         # one upload, its staging buffers shared, of the packed genome and the resident tables
         packed, *resident = device.upload([reference.packed, *(a for t in tables if self.resident for a in t)])
         self.genome = device_genome(device, unpack_genome(device, reference, packed), reference.iupac)
         self.contig_start = device.to_device(reference.offsets.astype(np.uint32))
         self._segments = [DeviceSegment(s, *resident[i * len(TABLES):(i + 1) * len(TABLES)])
-                          for i, s in enumerate(index.segments)] if self.resident else None
+                          for i, s in enumerate(self.parts)] if self.resident else None
 
     def segments(self):
-        """The segments on the device: kept resident, or uploaded one at a time."""
+        """The segments on the device: kept resident, or parts uploaded one at a time."""
         if self.resident:
             yield from self._segments
         else:
-            for segment in self.index.segments:
-                yield upload(self.device, segment)
+            for part in self.parts:
+                yield upload(self.device, part)
+
+
+CUT_CANDIDATES = 1 << 16  # seeds where device_parts may cut a segment, evenly spaced
+
+
+def device_parts(segment: Segment, max_bytes: int) -> list[Segment]:
+    """The segment as parts of consecutive seeds, each of at most max_bytes where a cut between
+    seeds allows it (a seed's tables are never cut)."""
+    step = max(1, -(-segment.n_seeds // CUT_CANDIDATES))
+    cuts = np.append(np.arange(0, segment.n_seeds, step), segment.n_seeds)
+    vertices = np.asarray(segment.vertex_offset[cuts]).astype(np.int64)
+    positions = np.asarray(segment.slot_start[vertices]).astype(np.int64)
+    size = 8 * cuts + (33 * vertices) // 4 + 4 * positions  # bytes of the seeds before each cut
+    parts, first = [], 0
+    while first < cuts.size - 1:
+        # a part starts up to 15 vertices early, at a multiple of 16 (Segment.part)
+        last = max(first + 1, int(np.searchsorted(size, size[first] + max_bytes - 256, side="right")) - 1)
+        parts.append(segment.part(segment.seed_lo + int(cuts[first]), segment.seed_lo + int(cuts[last])))
+        first = last
+    return parts
 
 
 def upload(device: Device, segment: Segment) -> DeviceSegment:

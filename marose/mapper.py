@@ -38,7 +38,7 @@ class Stats:
     too_many_n: int = 0
     candidates: int = 0
     aligned: int = 0  # windows the extend stage aligned: candidates less those merged with a near one or rejected
-    lookups: int = 0  # perfect-hash lookups of the filter (per segment)
+    lookups: int = 0  # perfect-hash lookups of the filter
     cells: int = 0  # read bases x window bases the extend stage scanned
     unguaranteed: list = field(default_factory=list)  # read lengths the filter gives no guarantee for
     substitutions_only: list = field(default_factory=list)  # read lengths guaranteed for substitutions only
@@ -172,8 +172,8 @@ class Mapper:
             chosen = self.choice(int(length)).params
             rows = active & (strands.lengths == length)
             rows_e[rows], steps[rows] = chosen.e, chosen.step
-            self.stats.lookups += (int(rows.sum()) * chosen.n_patterns(int(length)) * chosen.lookups_per_pattern
-                                   * len(self.index.segments))
+            # each seed's hash is in one segment: a pattern is looked up there only
+            self.stats.lookups += int(rows.sum()) * chosen.n_patterns(int(length)) * chosen.lookups_per_pattern
         found = []
         for e in _distinct(rows_e[rows_e >= 0]):
             filt = self.filter(int(e))

@@ -56,7 +56,7 @@ def run_pairs(args, log) -> None:
 def _mapper(args, index, device, first, log):
     """The Mapper of a paired run, which keeps every locus of each mate (the primary pair is
     chosen among them all), and the rescue budget."""
-    from .cli import explain
+    from .cli import device_memory, explain, index_layout
     from .device import describe
     from .lookup import DeviceIndex
     from .mapper import Mapper
@@ -65,10 +65,11 @@ def _mapper(args, index, device, first, log):
     ref = index.reference
     k = args.max_errors if args.max_errors is not None else default_max_errors(first.first_length())
     budget = 2 * k if args.rescue_errors is None else args.rescue_errors
-    log(f"index {index.path} ({ref.total_length:,} bases, {len(index.segments)} segment(s)); k={k}; "
+    on_device = DeviceIndex(index, device, device_memory(args))
+    log(f"index {index.path} ({ref.total_length:,} bases, {index_layout(on_device)}); k={k}; "
         f"device {describe(device.device)}; paired-end, mate rescue "
         + (f"within {budget} edits" if budget else "off"))
-    mapper = Mapper(index, device, k, None, on_device=DeviceIndex(index, device))
+    mapper = Mapper(index, device, k, None, on_device=on_device)
     if args.explain:
         print(explain(mapper, first.first_length()) + "\nthe guarantee holds for each mate", file=sys.stderr)
     return mapper, budget

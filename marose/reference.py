@@ -264,11 +264,20 @@ def unpack_2bit(packed: np.ndarray, length: int) -> np.ndarray:
     return _UNPACK[np.asarray(packed)].reshape(-1)[:length]
 
 
-def n_runs(codes: np.ndarray) -> np.ndarray:
-    """Runs of code 4 as an (n, 2) int64 array of [start, end)."""
-    is_n = np.concatenate(([False], codes == N_CODE, [False]))
-    edges = np.flatnonzero(is_n[1:] != is_n[:-1])
-    return edges.reshape(-1, 2).astype(np.int64)
+def n_runs(codes: np.ndarray, chunk: int = 1 << 26) -> np.ndarray:
+    """Runs of code 4 as an (n, 2) int64 array of [start, end), found chunk by chunk (a
+    genome-sized mask would take a byte a base)."""
+    edges, before = [], False  # whether the base before the chunk is N
+    for start in range(0, codes.size, chunk):
+        is_n = codes[start:start + chunk] == N_CODE
+        changes = np.flatnonzero(is_n[1:] != is_n[:-1]) + 1
+        if bool(is_n[0]) != before:
+            changes = np.insert(changes, 0, 0)
+        edges.append(changes.astype(np.int64) + start)
+        before = bool(is_n[-1])
+    if before:
+        edges.append(np.array([codes.size], dtype=np.int64))
+    return np.concatenate(edges or [np.empty(0, np.int64)]).reshape(-1, 2)
 
 
 def apply_n_runs(codes: np.ndarray, runs: np.ndarray) -> np.ndarray:

@@ -5,7 +5,7 @@ import pytest
 
 from conftest import LAMBDA, random_dna, write_fasta
 from indexer import query
-from indexer.build import IndexParams, build_segment, segment_bounds
+from indexer.build import IndexParams, build_segments
 from marose import device_reads
 from marose import filter as filter_module
 from marose import lookup
@@ -32,19 +32,24 @@ def simulated_strands(ref, n, length, rng, n_sub=2, n_with_n=3):
     return Strands.from_reads(codes, lengths)
 
 
-@pytest.mark.parametrize("mask,ln,e,step,seg_size,batch,wg", [
-    ("########", 7, 1, 1, 1 << 26, None, None),
-    ("#####-##", 6, 2, 2, 20_000, None, None),
-    ("########", 7, 0, 3, 1 << 26, None, None),
-    ("#######", 5, 3, 4, 1 << 26, None, None),
-    ("#####-##", 6, 2, 2, 20_000, 1, 64),  # a GPU's batch and work-group
-    ("#######", 5, 3, 4, 1 << 26, 7, 8),  # batches cut mid-neighborhood; more patterns than work-items
+@pytest.mark.parametrize("mask,ln,e,step,seg_size,batch,wg,parts", [
+    ("########", 7, 1, 1, 1 << 26, None, None, 1),
+    ("#####-##", 6, 2, 2, 20_000, None, None, 1),
+    ("########", 7, 0, 3, 1 << 26, None, None, 1),
+    ("#######", 5, 3, 4, 1 << 26, None, None, 1),
+    ("#####-##", 6, 2, 2, 20_000, 1, 64, 1),  # a GPU's batch and work-group
+    ("#######", 5, 3, 4, 1 << 26, 7, 8, 1),  # batches cut mid-neighborhood; more patterns than work-items
+    ("#####-##", 6, 2, 2, 20_000, None, None, 5),  # segments cut into parts for a small device
 ])
-def test_kernel_equals_numpy_twin(device, mask, ln, e, step, seg_size, batch, wg):
+def test_kernel_equals_numpy_twin(device, mask, ln, e, step, seg_size, batch, wg, parts):
     rng = np.random.default_rng(len(mask) * 10 + e)
     ref = read_fasta(LAMBDA)
     params = IndexParams(mask, ln, seg_size)
-    segments = [build_segment(ref, a, b, params) for a, b in segment_bounds(ref.total_length, seg_size)]
+    segments = build_segments(ref, params)
+    if parts > 1:
+        most = sum(s.nbytes() for s in segments) // parts
+        segments = [part for s in segments for part in lookup.device_parts(s, most)]
+        assert len(segments) >= parts and all(s.nbytes() <= most for s in segments)
     strands = simulated_strands(ref, 40, 60, rng)
     filt = Filter(device, params, e, ref.total_length, ref.offsets, lookups_at_once=batch, wg=wg)
     on_device = filt.upload(strands, np.full(strands.n, step))
@@ -64,7 +69,7 @@ def test_patterns_with_more_ranges_than_count_keeps_are_looked_up_again(device, 
     monkeypatch.setattr(filter_module, "SAVED_RANGES", 1)
     ref = read_fasta(LAMBDA)
     params = IndexParams("#######", 5, 1 << 26)
-    seg = build_segment(ref, 0, ref.total_length, params)
+    seg = build_segments(ref, params)[0]
     strands = simulated_strands(ref, 40, 60, np.random.default_rng(5))
     filt = Filter(device, params, 3, ref.total_length, ref.offsets)
     got = filt.run(lookup.upload(device, seg), strands, filt.upload(strands, np.full(strands.n, 4)))
@@ -80,7 +85,7 @@ def test_reads_that_overflow_local_memory_are_merged_in_global_memory(tmp_path, 
     path = write_fasta(tmp_path / "rep.fa", {"rep": "ACGTTGCAAGT" * 2000, "tail": "ACGTTGCAAGT" * 30 + "TTTT"})
     ref = read_fasta(path)
     params = IndexParams("#####", 5, 1 << 26)
-    seg = build_segment(ref, 0, ref.total_length, params)
+    seg = build_segments(ref, params)[0]
     codes = np.tile(encode("ACGTTGCAAGT" * 5)[None, :], (3, 1))
     strands = Strands.from_reads(codes, np.array([55, 40, 16]))
     filt = Filter(device, params, 1, ref.total_length, ref.offsets, wg=wg)
@@ -123,7 +128,7 @@ def test_reads_sorted_by_rank_and_by_radix_agree_with_the_twin(tmp_path, device)
                                            "b": other + random_dna(rng, 500)})
     ref = read_fasta(path)
     params = IndexParams("#####", 5, 1 << 26)
-    seg = build_segment(ref, 0, ref.total_length, params)
+    seg = build_segments(ref, params)[0]
     reads = [encode(repeat[:40]), encode(other[:60]), encode(random_dna(rng, 40))]
     codes = np.full((3, 60), N_CODE, dtype=np.uint8)
     for i, r in enumerate(reads):
@@ -149,6 +154,6 @@ def test_no_rows_no_candidates(device):
     params = IndexParams("########", 7, 1 << 26)
     filt = Filter(device, params, 1, ref.total_length, ref.offsets)
     strands = Strands.from_reads(np.zeros((0, 40), np.uint8), np.zeros(0, np.int64))
-    got = filt.run(lookup.upload(device, build_segment(ref, 0, ref.total_length, params)), strands,
+    got = filt.run(lookup.upload(device, build_segments(ref, params)[0]), strands,
                    filt.upload(strands, np.ones(0)))
     assert got.row.size == 0 and got.start.size == 0

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ECOLI, LAMBDA, random_dna, write_fasta
 from indexer import bdz, bdz_cl, query, store, verified
-from indexer.build import EMPTY_KEY, IndexParams, build_segment, segment_bounds
+from indexer.build import EMPTY_KEY, IndexParams, build_segments
 from marose import lookup
 from marose.errors import MaroseError
 from marose.reference import read_fasta
@@ -44,8 +44,7 @@ def brute_force_patterns(path: str, params: IndexParams) -> dict:
 
 def build_all(path: str, params: IndexParams, builder=bdz.build):
     ref = read_fasta(path)
-    return ref, [build_segment(ref, a, b, params, builder) for a, b in segment_bounds(ref.total_length,
-                                                                                        params.segment_size)]
+    return ref, build_segments(ref, params, builder)
 
 
 def answers(segments, seeds, keys, ranges=query.slot_ranges) -> list[list[int]]:
@@ -65,7 +64,7 @@ def check_blocks(segment, params: IndexParams) -> None:
     if params.ln < 16:
         assert np.array_equal(filled, np.flatnonzero(segment.slot_key != EMPTY_KEY))
     voff = segment.vertex_offset.astype(np.int64)
-    seed_of_slot = np.searchsorted(voff, filled, side="right") - 1
+    seed_of_slot = np.searchsorted(voff, filled, side="right") - 1 + segment.seed_lo
     begin, end = query.slot_ranges(segment, seed_of_slot, segment.slot_key[filled])
     assert np.array_equal(begin, starts[filled]) and np.array_equal(end, starts[filled + 1])
 

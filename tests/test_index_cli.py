@@ -4,10 +4,11 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from conftest import LAMBDA
-from indexer import cli, store
+from indexer import cli, partition, store
 from marose.errors import MaroseError
 
 ARGS = ["--mask", "########", "--ln", "7", "-q"]
@@ -67,7 +68,7 @@ def test_interrupted_build_leaves_no_index(tmp_path, monkeypatch):
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "build_segment", interrupt)
+    monkeypatch.setattr(partition, "_runs", interrupt)  # between the two passes
     out = tmp_path / "idx.marose"
     assert cli.main([LAMBDA, "-o", str(out), *ARGS]) == 130
     assert list(tmp_path.iterdir()) == []
@@ -86,3 +87,62 @@ def test_help_explains():
     assert result.returncode == 0
     text = " ".join(result.stdout.split())
     assert "perfect hash" in text and "--segment-size" in text
+
+
+def index_files(path: str) -> dict:
+    return {name: open(os.path.join(path, name), "rb").read() for name in sorted(os.listdir(path))}
+
+
+def test_the_index_does_not_depend_on_the_budget(tmp_path, monkeypatch, device):
+    """Built in one piece in this process, and in many pieces by three worker processes, the
+    index files are the same bytes; and they hold the tables that the in-memory build makes on
+    the same device."""
+    from indexer import bdz_cl
+    from indexer.build import build_segments
+
+    plans = {"whole": partition.Plan(1, 1 << 26, 1 << 30), "pieces": partition.Plan(3, 7_001, 2_500)}
+    built = {}
+    for name, plan in plans.items():
+        monkeypatch.setattr(partition, "plan", lambda *_, plan=plan: plan)
+        out = str(tmp_path / f"{name}.marose")
+        assert cli.main([LAMBDA, "-o", out, "--mask", "#####-##", "--ln", "6", "--segment-size", "9000", "-q"]) == 0
+        built[name] = index_files(out)
+    assert built["whole"] == built["pieces"]
+    index = store.load(str(tmp_path / "whole.marose"))
+    assert len(index.segments) == 6 and all(s.positions.size <= 9000 for s in index.segments)
+    in_memory = build_segments(index.reference, index.params, lambda *a: bdz_cl.build(device, *a))
+    for disk, memory in zip(index.segments, in_memory, strict=True):
+        assert (disk.seed_lo, disk.seed_hi, disk.sum_count_sq) == (memory.seed_lo, memory.seed_hi, memory.sum_count_sq)
+        for name in ("hash_seed", "vertex_offset", "g", "slot_key", "slot_start", "positions"):
+            assert np.array_equal(getattr(disk, name), getattr(memory, name)), name
+
+
+def test_a_budget_too_small_for_the_genome_is_refused(tmp_path):
+    result = run_cli(LAMBDA, "-o", str(tmp_path / "i.marose"), "--max-memory", "300M", *ARGS)
+    assert result.returncode == 1
+    assert "too small for a genome of 48,502 bases; give --max-memory" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("text,size", [("16G", 16 << 30), ("500m", 500 << 20), ("1.5T", int(1.5 * (1 << 40))),
+                                       ("4096", 4096), ("2GB", 2 << 30)])
+def test_sizes(text, size):
+    assert partition.parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["lots", "-1G", "0"])
+def test_bad_sizes(text):
+    with pytest.raises(MaroseError):
+        partition.parse_size(text)
+
+
+def test_plan_keeps_within_the_budget():
+    genome = 3_100_000_000
+    for budget in (1 << 30, 16 << 30, 64 << 30):
+        plan = partition.plan(genome, budget + genome, 16)
+        held = (partition.MAIN_BYTES + plan.run_patterns * partition.RUN_BYTES_PER_PATTERN
+                + plan.workers * (partition.WORKER_BYTES + plan.run_patterns * partition.BYTES_PER_PATTERN))
+        assert held <= budget and plan.run_patterns >= partition.MIN_RUN // 8
+        assert plan.workers * (partition.WORKER_BYTES + plan.chunk * partition.BYTES_PER_BASE) <= budget
+    assert partition.plan(genome, 64 << 30, 16).workers == 16
+    assert partition.plan(genome, genome + (1 << 30), 16).workers == 1

@@ -169,21 +169,25 @@ def test_batch_sizes_a_small_first_batch_then_the_device_default():
 
 
 def test_output_is_identical_across_batch_sizes_and_segments(lambda_two_contigs, tmp_path):
+    import json
+
     rng = np.random.default_rng(4)
     from marose.reference import read_fasta as rf
 
     reads = simulate(rf(lambda_two_contigs), 60, 80, 3, rng)
     fq = write_reads(tmp_path / "r.fq", reads)
-    outputs = []
+    outputs, lookups = [], []
     for segment_size, batch in [(1 << 26, 100_000), (1 << 26, 7), (9_000, 1), (9_000, 25)]:
         idx = tmp_path / f"idx{segment_size}"
         if not idx.exists():
             assert index_cli.main([lambda_two_contigs, "-q", "-o", str(idx), "--segment-size", str(segment_size)]) == 0
-        out = tmp_path / f"o{segment_size}_{batch}.sam"
-        assert run_map("-x", idx, fq, "-o", out, "-k", 3, "--batch-size", batch) == 0
+        out, stats = tmp_path / f"o{segment_size}_{batch}.sam", tmp_path / f"s{segment_size}_{batch}.json"
+        assert run_map("-x", idx, fq, "-o", out, "-k", 3, "--batch-size", batch, "--stats", stats) == 0
         outputs.append([line for line in open(out) if not line.startswith("@PG")])
+        lookups.append(json.load(open(stats))["lookups"])
     assert all(o == outputs[0] for o in outputs[1:])
     assert len(outputs[0]) > 60
+    assert len(set(lookups)) == 1 and lookups[0] > 0  # a read's lookups go to one segment, however many
 
 
 @pytest.mark.parametrize("xa", [False, True])
@@ -210,29 +214,34 @@ def test_output_and_counts_are_identical_in_several_mapping_lanes(lambda_two_con
     assert runs[1][2].keys() == runs[0][2].keys()  # every lane's kernels profiled
 
 
-def test_segments_too_large_for_the_device_are_streamed(lambda_two_contigs, tmp_path, monkeypatch):
-    """An index whose segments do not fit the device is uploaded a segment at a time for each
-    batch, and maps as one kept on the device (uploaded with the genome, in one go)."""
+def test_an_index_larger_than_the_device_allows_is_cut_into_parts(lambda_two_contigs, tmp_path, monkeypatch):
+    """Under --max-device-memory the index's segments are cut into seed ranges, uploaded in
+    turn for each batch; the output and the lookup count are those of the index kept on the
+    device (uploaded with the genome, in one go)."""
+    import json
+
     import marose.lookup as lookup
+    from indexer import store
 
     reads = simulate(read_fasta(lambda_two_contigs), 60, 80, 3, np.random.default_rng(6))
     fq = write_reads(tmp_path / "r.fq", reads)
     idx = tmp_path / "idx"
     assert index_cli.main([lambda_two_contigs, "-q", "-o", str(idx), "--segment-size", "9000"]) == 0
+    segments = store.load(str(idx)).segments
     uploads = []
     upload = lookup.upload
     monkeypatch.setattr(lookup, "upload", lambda device, segment: uploads.append(segment) or upload(device, segment))
-    outputs = []
-    for fraction in (lookup.RESIDENT_FRACTION, 0.0):
-        monkeypatch.setattr(lookup, "RESIDENT_FRACTION", fraction)
+    runs = []
+    for limit in (None, sum(s.nbytes() for s in segments) // 10):
         uploads.clear()
-        out = tmp_path / f"o{fraction}.sam"
-        assert run_map("-x", idx, fq, "-o", out, "-k", 3, "--batch-size", 25) == 0
-        outputs.append([line for line in open(out) if not line.startswith("@PG")])
-        n_segments = sum(1 for name in os.listdir(idx) if name.endswith(".positions"))
-        assert len(uploads) == (0 if fraction else 3 * n_segments)  # 60 reads: 3 batches
-    assert n_segments > 1
-    assert outputs[1] == outputs[0] and len(outputs[0]) > 60
+        out, stats = tmp_path / f"o{limit}.sam", tmp_path / f"s{limit}.json"
+        assert run_map("-x", idx, fq, "-o", out, "-k", 3, "--batch-size", 25, "--stats", stats,
+                       *(["--max-device-memory", limit] if limit else [])) == 0
+        runs.append(([line for line in open(out) if not line.startswith("@PG")], json.load(open(stats))["lookups"],
+                     len(uploads)))
+    assert len(segments) > 1 and runs[0][2] == 0
+    assert runs[1][2] % 3 == 0 and runs[1][2] // 3 >= 10  # 60 reads: 3 batches, each uploading every part
+    assert runs[1][:2] == runs[0][:2] and len(runs[0][0]) > 60
 
 
 def test_sam_is_valid_and_nm_md_agree_with_calmd(lambda_two_contigs, tmp_path):
