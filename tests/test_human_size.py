@@ -110,6 +110,12 @@ def test_mutate_keeps_its_pieces_apart():
     assert np.mean(out[new_starts[2]:new_starts[2] + 100] != seq[old_starts[2]:old_starts[2] + 100]) > 0
 
 
+def test_repeat_copies_go_nowhere_inside_an_n_run():
+    host = np.array([0, 4, 4, 4, 1, 2, 4, 3], dtype=np.uint8)
+    places = np.arange(len(host) + 1)
+    assert list(human_size.within_n_runs(host, places)) == [0, 0, 1, 1, 0, 0, 0, 0, 0]
+
+
 def test_the_command_line_fails_cleanly_on_bad_input(tmp_path):
     out = tmp_path / "out.fa"
     script = os.path.join(SCRIPTS, "human_size.py")
