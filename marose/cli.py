@@ -1,5 +1,5 @@
-"""`marose`: map reads (`marose map`), find maximal exact matches (`marose mems`) and list OpenCL
-devices (`marose devices`)."""
+"""`marose`: map reads (`marose map`), keep an index on a device for them (`marose serve`), find
+maximal exact matches (`marose mems`) and list OpenCL devices (`marose devices`)."""
 
 from __future__ import annotations
 
@@ -13,15 +13,18 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Iterator
 
-from . import __version__, pipeline
+from . import __version__
 from .errors import MaroseError, run_command
-from .progress import Progress, final_text
+from .progress import final_text
 
 GPU_BATCH = 100_000
 CPU_BATCH = 25_000  # a CPU device maps a batch while the next is read and the last written
 FIRST_BATCH = CPU_BATCH  # read before the device is known
 DEFAULT_MAX_HITS = 100
 MAPPING_LANES = 2  # threads that map batches on a GPU (mapping_lanes)
+MAX_DEVICE_MEMORY_HELP = ("device memory the index's tables may take, e.g. 20G (default 60%% of the device's); a "
+                          "larger index is cut into seed ranges, uploaded in turn for each batch, and each lookup "
+                          "still goes to one of them")
 
 
 def _map_parser(sub) -> None:
@@ -56,10 +59,7 @@ def _map_parser(sub) -> None:
     p.add_argument("-R", "--read-group", help="read group header line, e.g. '@RG\\tID:run1\\tSM:sample1'")
     p.add_argument("--device", help="OpenCL device, as 'P:D' (see `marose devices`) or part of its name; "
                                     "PYOPENCL_CTX is honoured; default: a GPU if there is one")
-    p.add_argument("--max-device-memory", metavar="SIZE",
-                   help="device memory the index's tables may take, e.g. 20G (default 60%% of the device's); a "
-                        "larger index is cut into seed ranges, uploaded in turn for each batch, and each lookup "
-                        "still goes to one of them")
+    p.add_argument("--max-device-memory", metavar="SIZE", help=MAX_DEVICE_MEMORY_HELP)
     p.add_argument("-t", "--threads", type=int, help="CPU threads for the CPU OpenCL runtime and BAM "
                                                      "compression (default: all)")
     p.add_argument("--batch-size", type=int,
@@ -68,7 +68,35 @@ def _map_parser(sub) -> None:
     p.add_argument("--explain", action="store_true",
                    help="print the filter parameters, their sensitivity guarantee and expected work")
     p.add_argument("--stats", metavar="FILE", help="write counts and seconds per stage as JSON to FILE")
+    p.add_argument("--server", metavar="PATH",
+                   help="map through the `marose serve` listening on the socket PATH, whose index stays on its "
+                        "device between runs (-x, if given, must name the served index; --device is refused)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="print the OpenCL compiler's messages for each kernel program built")
+
+
+def _serve_parser(sub) -> None:
+    p = sub.add_parser(
+        "serve", help="keep an index on a device and map the reads of `marose map --server` with it",
+        description="Load an index onto an OpenCL device once (index, known-answer check, upload, kernels) and "
+                    "map the requests of `marose map --server PATH ...` one after another, each written as a "
+                    "standalone `marose map` would write it (the @PG line aside). The server listens on a Unix "
+                    "socket of mode 0600; a connection from another user is refused. Default socket: "
+                    "$XDG_RUNTIME_DIR/marose/NAME.sock, or /tmp/marose-UID/NAME.sock without XDG_RUNTIME_DIR, where "
+                    "NAME is the index folder's name (genome.fa.marose); the folder is made with mode 0700. "
+                    "The server runs until `marose serve --stop`, Ctrl-C or SIGTERM, and removes its socket.")
+    p.add_argument("-x", "--index", help="the reference FASTA that marose-index indexed, or its .marose "
+                                         "directory; default: the one index in the current directory")
+    p.add_argument("--socket", metavar="PATH", help="the socket to listen on (or, with --stop, of the server "
+                                                    "to stop); default: see above")
+    p.add_argument("--stop", action="store_true", help="stop the server listening on the socket, and wait until "
+                                                       "it has removed it")
+    p.add_argument("--device", help="OpenCL device, as 'P:D' (see `marose devices`) or part of its name; "
+                                    "PYOPENCL_CTX is honoured; default: a GPU if there is one")
+    p.add_argument("--max-device-memory", metavar="SIZE", help=MAX_DEVICE_MEMORY_HELP)
+    p.add_argument("-t", "--threads", type=int, help="CPU threads for the CPU OpenCL runtime (default: all)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no messages but errors")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="print the OpenCL compiler's messages for each kernel program built")
 
@@ -115,6 +143,7 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"marose {__version__}")
     sub = top.add_subparsers(dest="command", required=True)
     _map_parser(sub)
+    _serve_parser(sub)
     _mems_parser(sub)
     devices = sub.add_parser(
         "devices", help="list OpenCL platforms and devices, and check them",
@@ -151,84 +180,34 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     without freeing the device's buffers and context one by one (0.1 s on the H100 machine)."""
     setup_started = time.time()
     _in_background(_load_opencl_drivers)
-    import numpy as np
     from indexer import store
 
-    from . import known_answer
-    from .device import Device, describe
-    from .lookup import DeviceIndex
-    from .mapper import Mapper
-    from .params import default_max_errors
     from .reads import BytesRead, read_batches
-    from .sam import SamWriter, kept_at_close, parse_read_group, sam_header
-    from .sam_records import DeviceSamFormatter
+    from .sam_file import SamWriter
+    from .session import map_reads, open_session
 
     check_map_options(args)
-    if len(args.reads) == 2 or args.interleaved:
-        from .pair_driver import run_pairs
-
-        run_pairs(args, log)
-        if exit_when_done:
-            _end_process(0)
-        return
-    args.reads = args.reads[0]
-    rg_id = parse_read_group(args.read_group)[1] if args.read_group else None
     path = find_index(args.index)
+    command_line = " ".join(shlex.quote(a) for a in ["marose", *sys.argv[1:]])
+
+    def open_output(header: str):
+        return SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1)
+
     # the index loads and the first batch is read while the device opens in this thread (which
     # makes every OpenCL call); the device's batch size is asked for when the second batch is
     loading = _in_background(store.load, path, False)
-    bytes_read = BytesRead()
-    batches = read_batches(args.reads, batch_sizes(args.batch_size, lambda: default_batch_size(device)), bytes_read)
-    reading = _in_background(next, batches)
-    device = Device(args.device, profile=bool(args.stats), verbose=args.verbose)
-    known_answer.ensure(device, ("map",), log)
-    index = loading.result()
-    # the checksums are checked while mapping (zlib releases the interpreter lock)
-    checked = _in_background(store.check_checksums, index)
-    ref = index.reference
-    on_device = DeviceIndex(index, device, device_memory(args))  # while the first batch is still being read
-    first = reading.result()
-    first_length = first.first_length()
-    k = args.max_errors if args.max_errors is not None else default_max_errors(first_length)
-    log(f"index {index.path} ({ref.total_length:,} bases, {index_layout(on_device)}); "
-        f"k={k}; device {describe(device.device)}")
-    mapper = Mapper(index, device, k, args.max_hits, text_on_device=True, on_device=on_device)
-    if args.explain:
-        print(explain(mapper, first_length), file=sys.stderr)
-    header = sam_header(list(zip(ref.names, map(int, ref.lengths))), args.read_group,
-                        " ".join(shlex.quote(a) for a in ["marose", *sys.argv[1:]]), __version__)
-    started = time.time()
-    stats = mapper.stats
-    progress = Progress(log, sys.stderr if not args.quiet and sys.stderr.isatty() else None, bytes_read)
-    mappers = [mapper] + [mapper.on_lane(device.mapping_lane()) for _ in range(mapping_lanes(device, on_device) - 1)]
-    works = [_mapping_work(m, DeviceSamFormatter(m.device, m.genome, ref.names, args.max_hits, rg_id, args.xa))
-             for m in mappers]
-    scratch = np.empty(0, np.uint8)  # the records of a batch read back, reused from batch to batch
+    if len(args.reads) == 2 or args.interleaved:
+        from .pair_driver import run_pairs
 
-    def write(batch, records) -> None:
-        nonlocal scratch
-        with stats.timing("write"):
-            if scratch.size < records.nbytes:
-                scratch = np.empty(records.nbytes + records.nbytes // 4, np.uint8)
-            out.write(records.into(scratch))
-        progress.update(sum(m.stats.reads for m in mappers))
-
-    if not kept_at_close(args.output):  # output that cannot be taken back waits for the check
-        checked.result()
-    with SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1) as out:
-        try:
-            pipeline.run(_timed(itertools.chain([first], batches), stats, device), works, write)
-        finally:
-            progress.clear()
-            checked.result()  # a corrupted index is the error to report, whatever else failed
-        with stats.timing("write"):
-            out.close()
-    for lane in mappers[1:]:
-        stats.add(lane.stats)
-    elapsed = time.time() - started
-    summary(stats, elapsed, log)
-    if args.stats:
-        write_stats(args.stats, stats, elapsed, started - setup_started, device)
+        session = open_session(loading, args.device, bool(args.stats), args.verbose, log, device_memory(args))
+        run_pairs(args, log, session, open_output, command_line)
+    else:
+        bytes_read = BytesRead()
+        batches = read_batches(args.reads[0], batch_sizes(args.batch_size, lambda: default_batch_size(session.device)),
+                               bytes_read)
+        reading = _in_background(next, batches)
+        session = open_session(loading, args.device, bool(args.stats), args.verbose, log, device_memory(args))
+        map_reads(session, args, reading.result(), batches, bytes_read, open_output, command_line, log, setup_started)
     if exit_when_done:
         _end_process(0)
 
@@ -285,18 +264,6 @@ def mapping_lanes(device, on_device) -> int:
     return MAPPING_LANES if device.has_upload_lane and on_device.resident else 1
 
 
-def _mapping_work(mapper, formatter):
-    """The work of a mapping lane: a batch's SAM records, formatted on the device and left there
-    for the writing thread to read back."""
-
-    def work(batch):
-        hits, n_loci = mapper.map_batch(batch)
-        with mapper.stats.timing("format"):
-            return formatter.format(hits, n_loci)
-
-    return work
-
-
 def batch_sizes(given: int | None, device_default: Callable[[], int]) -> Iterator[int]:
     """Reads per batch: as given, else a first batch of FIRST_BATCH, read while the device opens
     so that mapping starts sooner, then the device's default."""
@@ -335,22 +302,6 @@ def _in_background(function, *args) -> Future:
     future = pool.submit(function, *args)
     pool.shutdown(wait=False)
     return future
-
-
-def _timed(batches, stats, device):
-    """The batches, each prepared for the device (its text's copy queued), with the time spent
-    reading, parsing and preparing them counted as 'parse'."""
-    from .device_reads import queue_text_upload
-
-    while True:
-        with stats.timing("parse"):
-            batch = next(batches, None)
-            if batch is not None:
-                batch.prepare()
-                queue_text_upload(device, batch)
-        if batch is None:
-            return
-        yield batch
 
 
 def write_stats(path: str, stats, elapsed: float, setup: float, device) -> None:
@@ -438,6 +389,14 @@ def main(argv=None, exit_when_done: bool = False) -> int:
         return run_command("marose", lambda log: run_devices(args.check, args.verbose, log), False, "")
     if args.command == "mems":
         return run_command("marose", lambda log: run_mems(args, log), args.quiet, "no output written")
+    if args.command == "serve":
+        from .serve import run_serve
+
+        return run_command("marose", lambda log: run_serve(args, log), args.quiet, "the server stopped")
+    if args.server:
+        from .serve_client import map_through_server
+
+        return run_command("marose", lambda log: map_through_server(args, log), args.quiet, "no output written")
     return run_command("marose", lambda log: run_map(args, log, exit_when_done), args.quiet, "no output written")
 
 

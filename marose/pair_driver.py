@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import os
-import shlex
 import sys
 import time
 from typing import Iterator
@@ -13,25 +11,18 @@ from . import __version__, pairs, pipeline
 from .pairs import InsertSize, MateRescue, PairCounts, given_insert, learned_insert, pair_batch
 
 
-def run_pairs(args, log) -> None:
-    """Maps the pairs of args.reads (two files, or one with args.interleaved) as cli.run_map
-    maps single reads; args holds map's options, checked."""
-    from indexer import store
-
-    from . import known_answer
-    from .cli import _in_background, batch_sizes, default_batch_size, find_index, summary, write_stats
-    from .device import Device
+def run_pairs(args, log, session, open_output, command_line: str) -> None:
+    """Maps the pairs of args.reads (two files, or one with args.interleaved) as
+    session.map_reads maps single reads; args holds map's options, checked."""
+    from .cli import batch_sizes, default_batch_size, summary, write_stats
     from .mates import read_pairs
 
     insert = given_insert(args.insert_size) if args.insert_size else None
-    index = store.load(find_index(args.index), False)
-    checked = _in_background(store.check_checksums, index)
-    device = Device(args.device, profile=bool(args.stats), verbose=args.verbose)
-    known_answer.ensure(device, ("map",), log)
+    device = session.device
     batches = read_pairs(args.reads, args.interleaved,
                          batch_sizes(args.batch_size, lambda: max(1, default_batch_size(device) // 2)))
     first = next(batches)
-    mapper, budget = _mapper(args, index, device, first, log)
+    mapper, budget = _mapper(args, session, first, log)
     started = time.time()
     if insert is None:
         mapped = _mapped_ahead(mapper, itertools.chain([first], batches))
@@ -40,7 +31,7 @@ def run_pairs(args, log) -> None:
     else:
         log(insert.describe())
         source = ((b, None) for b in itertools.chain([first], batches))
-    mappers, counts = _write(args, index, mapper, insert, budget, source, checked, started, log)
+    mappers, counts = _write(args, session, mapper, insert, budget, source, open_output, command_line, started, log)
     stats = mapper.stats
     for lane in mappers[1:]:
         stats.add(lane.stats)
@@ -53,23 +44,22 @@ def run_pairs(args, log) -> None:
         write_stats(args.stats, stats, elapsed, 0.0, device)
 
 
-def _mapper(args, index, device, first, log):
+def _mapper(args, session, first, log):
     """The Mapper of a paired run, which keeps every locus of each mate (the primary pair is
     chosen among them all), and the rescue budget."""
-    from .cli import device_memory, explain, index_layout
+    from .cli import explain, index_layout
     from .device import describe
-    from .lookup import DeviceIndex
     from .mapper import Mapper
     from .params import default_max_errors
 
+    index, device = session.index, session.device
     ref = index.reference
     k = args.max_errors if args.max_errors is not None else default_max_errors(first.first_length())
     budget = 2 * k if args.rescue_errors is None else args.rescue_errors
-    on_device = DeviceIndex(index, device, device_memory(args))
-    log(f"index {index.path} ({ref.total_length:,} bases, {index_layout(on_device)}); k={k}; "
+    log(f"index {index.path} ({ref.total_length:,} bases, {index_layout(session.on_device)}); k={k}; "
         f"device {describe(device.device)}; paired-end, mate rescue "
         + (f"within {budget} edits" if budget else "off"))
-    mapper = Mapper(index, device, k, None, on_device=on_device)
+    mapper = Mapper(index, device, k, None, on_device=session.on_device)
     if args.explain:
         print(explain(mapper, first.first_length()) + "\nthe guarantee holds for each mate", file=sys.stderr)
     return mapper, budget
@@ -86,14 +76,16 @@ def _mapped_ahead(mapper, batches: Iterator) -> list:
     return mapped
 
 
-def _write(args, index, mapper, insert: InsertSize | None, budget: int, source, checked, started: float, log):
+def _write(args, session, mapper, insert: InsertSize | None, budget: int, source, open_output,
+           command_line: str, started: float, log):
     """Maps (where not mapped ahead), pairs and writes every (batch, mapped or None) of source in
-    the mapping lanes; returns the lanes' mappers and the pairs' counts."""
+    the mapping lanes into the output that open_output makes from the header; returns the lanes'
+    mappers and the pairs' counts."""
     from .cli import mapping_lanes
     from .progress import LINE_SECONDS
-    from .sam import SamWriter, kept_at_close, parse_read_group, sam_header
+    from .sam import kept_at_close, parse_read_group, sam_header
 
-    ref = index.reference
+    ref = session.index.reference
     rg_id = parse_read_group(args.read_group)[1] if args.read_group else None
     device = mapper.device
     mappers = [mapper] + [mapper.on_lane(device.mapping_lane())
@@ -125,15 +117,14 @@ def _write(args, index, mapper, insert: InsertSize | None, budget: int, source, 
             progress["last"] = time.time()
             log(f"{progress['pairs']:,} pairs, {progress['pairs'] / (progress['last'] - started):,.0f} pairs/s")
 
-    header = sam_header(list(zip(ref.names, map(int, ref.lengths))), args.read_group,
-                        " ".join(shlex.quote(a) for a in ["marose", *sys.argv[1:]]), __version__)
+    header = sam_header(list(zip(ref.names, map(int, ref.lengths))), args.read_group, command_line, __version__)
     if not kept_at_close(args.output):  # output that cannot be taken back waits for the check
-        checked.result()
-    with SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1) as out:
+        session.checked.result()
+    with open_output(header) as out:
         try:
             pipeline.run(_prepared(source, mapper.stats), [lane_work(i) for i in range(len(mappers))], write)
         finally:
-            checked.result()  # a corrupted index is the error to report, whatever else failed
+            session.checked.result()  # a corrupted index is the error to report, whatever else failed
         out.close()
     total = PairCounts()
     for c in counts:

@@ -1,0 +1,154 @@
+"""A mapping session: an index loaded, checked and uploaded to a device once; and the mapping of
+one read source into one SAM/BAM output with it. `marose map` opens a session for one run,
+`marose serve` keeps one open for many requests."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import numpy as np
+
+from . import pipeline
+from .progress import Progress
+
+# open_output(header) -> a SamWriter, or anything that writes, closes and aborts like one
+OpenOutput = Callable[[str], object]
+
+
+@dataclass
+class Session:
+    """An index on a device, ready to map: the device passed its known-answer check."""
+
+    index: object  # indexer.store.Index
+    device: object  # device.Device
+    on_device: object  # lookup.DeviceIndex
+    checked: Future  # the index files' checksums: result() raises MaroseError for a corrupted one
+
+
+def open_session(loading: Future, device_spec: str | None, profile: bool, verbose: bool, log,
+                 max_device_bytes: int | None = None) -> Session:
+    """Opens the device (in this thread, which then makes every OpenCL call), checks it on the
+    known case and uploads the index that loading gives (store.load, run in the background
+    meanwhile), within max_device_bytes (lookup.DeviceIndex); the checksums are checked in the
+    background while the session maps."""
+    from indexer import store
+
+    from . import known_answer
+    from .cli import _in_background
+    from .device import Device
+    from .lookup import DeviceIndex
+
+    device = Device(device_spec, profile=profile, verbose=verbose)
+    known_answer.ensure(device, ("map",), log)
+    index = loading.result()
+    checked = _in_background(store.check_checksums, index)
+    return Session(index, device, DeviceIndex(index, device, max_device_bytes), checked)
+
+
+def map_request(session: Session, args, open_output: OpenOutput, command_line: str, log) -> None:
+    """Maps args.reads (map's options, checked) with the session: single-end from one file, or
+    paired-end from two, or one with args.interleaved."""
+    from .cli import batch_sizes, default_batch_size
+    from .reads import BytesRead, read_batches
+
+    setup_started = time.time()
+    if len(args.reads) == 2 or args.interleaved:
+        from .pair_driver import run_pairs
+
+        run_pairs(args, log, session, open_output, command_line)
+        return
+    bytes_read = BytesRead()
+    batches = read_batches(args.reads[0], batch_sizes(args.batch_size, lambda: default_batch_size(session.device)),
+                           bytes_read)
+    map_reads(session, args, next(batches), batches, bytes_read, open_output, command_line, log, setup_started)
+
+
+def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open_output: OpenOutput,
+              command_line: str, log, setup_started: float) -> None:
+    """Maps the single-end reads of first and batches (map's options in args) into the output
+    that open_output makes from the SAM header; the summary goes to log and, with args.stats,
+    the counts to that file."""
+    from . import __version__
+    from .cli import explain, index_layout, mapping_lanes, summary, write_stats
+    from .device import describe
+    from .mapper import Mapper
+    from .params import default_max_errors
+    from .sam import kept_at_close, parse_read_group, sam_header
+    from .sam_records import DeviceSamFormatter
+
+    device, index, on_device = session.device, session.index, session.on_device
+    ref = index.reference
+    rg_id = parse_read_group(args.read_group)[1] if args.read_group else None
+    first_length = first.first_length()
+    k = args.max_errors if args.max_errors is not None else default_max_errors(first_length)
+    log(f"index {index.path} ({ref.total_length:,} bases, {index_layout(on_device)}); "
+        f"k={k}; device {describe(device.device)}")
+    mapper = Mapper(index, device, k, args.max_hits, text_on_device=True, on_device=on_device)
+    if args.explain:
+        print(explain(mapper, first_length), file=sys.stderr)
+    header = sam_header(list(zip(ref.names, map(int, ref.lengths))), args.read_group, command_line, __version__)
+    started = time.time()
+    stats = mapper.stats
+    progress = Progress(log, sys.stderr if not args.quiet and sys.stderr.isatty() else None, bytes_read)
+    mappers = [mapper] + [mapper.on_lane(device.mapping_lane()) for _ in range(mapping_lanes(device, on_device) - 1)]
+    works = [_mapping_work(m, DeviceSamFormatter(m.device, m.genome, ref.names, args.max_hits, rg_id, args.xa))
+             for m in mappers]
+    scratch = np.empty(0, np.uint8)  # the records of a batch read back, reused from batch to batch
+
+    def write(batch, records) -> None:
+        nonlocal scratch
+        with stats.timing("write"):
+            if scratch.size < records.nbytes:
+                scratch = np.empty(records.nbytes + records.nbytes // 4, np.uint8)
+            out.write(records.into(scratch))
+        progress.update(sum(m.stats.reads for m in mappers))
+
+    if not kept_at_close(args.output):  # output that cannot be taken back waits for the check
+        session.checked.result()
+    with open_output(header) as out:
+        try:
+            pipeline.run(_timed(itertools.chain([first], batches), stats, device), works, write)
+        finally:
+            progress.clear()
+            session.checked.result()  # a corrupted index is the error to report, whatever else failed
+        with stats.timing("write"):
+            out.close()
+    for lane in mappers[1:]:
+        stats.add(lane.stats)
+    elapsed = time.time() - started
+    summary(stats, elapsed, log)
+    if args.stats:
+        write_stats(args.stats, stats, elapsed, started - setup_started, device)
+
+
+def _mapping_work(mapper, formatter):
+    """The work of a mapping lane: a batch's SAM records, formatted on the device and left there
+    for the writing thread to read back."""
+
+    def work(batch):
+        hits, n_loci = mapper.map_batch(batch)
+        with mapper.stats.timing("format"):
+            return formatter.format(hits, n_loci)
+
+    return work
+
+
+def _timed(batches, stats, device):
+    """The batches, each prepared for the device (its text's copy queued), with the time spent
+    reading, parsing and preparing them counted as 'parse'."""
+    from .device_reads import queue_text_upload
+
+    while True:
+        with stats.timing("parse"):
+            batch = next(batches, None)
+            if batch is not None:
+                batch.prepare()
+                queue_text_upload(device, batch)
+        if batch is None:
+            return
+        yield batch
