@@ -175,3 +175,33 @@ def pack_g(g: np.ndarray) -> np.ndarray:
 def unpack_g(packed: np.ndarray, v: np.ndarray) -> np.ndarray:
     """g values of vertices v from the packed table."""
     return ((packed[v >> 4] >> ((v & 15) * 2).astype(np.uint32)) & 3).astype(np.uint8)
+
+
+def build_by_size(seed_of_key: np.ndarray, keys: np.ndarray, n_seeds: int, small_builder, most_keys: int) -> PerfectHash:
+    """build's result, with the seeds of at most most_keys keys hashed by small_builder (one
+    that suits many small seeds) and the others by build. Which builder hashes a seed depends
+    on its key count alone, so the tables do not depend on how the seeds are grouped."""
+    n_keys = np.bincount(seed_of_key, minlength=n_seeds)
+    large = n_keys > most_keys
+    if not large.any():
+        return small_builder(seed_of_key, keys, n_seeds)
+    if large.all():
+        return build(seed_of_key, keys, n_seeds)
+    part = part_sizes(n_keys)
+    voff = np.concatenate(([0], np.cumsum(PARTS * part))).astype(np.int64)
+    hash_seed = np.empty(n_seeds, np.uint32)
+    g = np.empty(int(voff[-1]), np.uint8)
+    slot = np.empty(keys.size, np.uint32)
+    for chosen, builder in ((~large, small_builder), (large, build)):
+        seeds = np.flatnonzero(chosen)
+        renumber = np.cumsum(chosen) - 1
+        mine = chosen[seed_of_key]
+        ph = builder(renumber[seed_of_key[mine]], keys[mine], seeds.size)
+        hash_seed[seeds] = ph.hash_seed
+        sub_voff = ph.vertex_offset.astype(np.int64)
+        lengths = sub_voff[1:] - sub_voff[:-1]
+        g[_range_indices(voff[seeds], lengths)] = ph.g
+        shift = np.repeat(voff[seeds] - sub_voff[:-1], n_keys[seeds])  # keys come in seed order
+        slot[mine] = ph.slot.astype(np.int64) + shift
+    return PerfectHash(hash_seed, voff.astype(np.uint32), g, slot)
+

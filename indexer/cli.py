@@ -15,6 +15,9 @@ from . import bdz, partition, store
 from .build import MAX_TABLE, Assembler, IndexParams
 
 DEFAULT_BUDGET_SHARE = 0.8  # of the memory available when the build starts
+# The device hashes a seed in one work-item: a seed with more keys is hashed faster by numpy's
+# rounds over all its keys at once.
+DEVICE_MOST_KEYS = 1 << 16
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -78,7 +81,9 @@ def hash_builder(spec: str | None, verbose: bool, log):
 
     device = Device(spec, verbose=verbose)
     known_answer.ensure(device, ("index",), log)
-    return lambda seed_of_key, keys, n_seeds: bdz_cl.build(device, seed_of_key, keys, n_seeds)
+    on_device = lambda seed_of_key, keys, n_seeds: bdz_cl.build(device, seed_of_key, keys, n_seeds)
+    return lambda seed_of_key, keys, n_seeds: bdz.build_by_size(seed_of_key, keys, n_seeds, on_device,
+                                                                DEVICE_MOST_KEYS)
 
 
 def build_index(genome: str, output: str | None, args, log) -> str:

@@ -21,7 +21,7 @@ import numpy as np
 from marose.errors import MaroseError
 from marose.reference import Reference
 
-from .build import Assembler, IndexParams, RangeTables, build_range, pattern_starts, seeds_of
+from .build import Assembler, IndexParams, RangeTables, build_range, dense_seeds_of, pattern_starts
 
 # Peak bytes a worker holds per pattern it builds (build_range and its hash build) and per base it
 # buckets (pass 1); bytes of a built run's tables per pattern, which the main process reads back;
@@ -202,7 +202,7 @@ def _bucket(task: tuple[int, tuple[int, int]]) -> np.ndarray:
     number, (start, end) = task
     ref, params = _shared["ref"], _shared["params"]
     positions = pattern_starts(ref, start, end, params.width)
-    bins = (seeds_of(ref.codes, positions, params) >> np.uint32(params.bin_shift)).astype(np.uint16)
+    bins = (dense_seeds_of(ref.codes, positions, params) >> np.uint32(params.bin_shift)).astype(np.uint16)
     order = np.argsort(bins, kind="stable")  # a radix sort of 16-bit numbers
     positions[order].tofile(_chunk_path(number))
     return np.bincount(bins, minlength=params.n_bins)

@@ -41,6 +41,27 @@ def test_device_build_matches_numpy(device):
     assert np.unique(slots).size == slots.size
 
 
+def test_seeds_are_hashed_by_the_builder_their_size_picks(device):
+    """Small seeds by the device, large ones by numpy: each seed's g and slots are those its
+    builder gives it alone, wherever the seeds are split."""
+    rng = np.random.default_rng(8)
+    n_seeds = 64
+    seeds = np.sort(np.concatenate([rng.integers(0, n_seeds, 3000), np.full(5000, 7), np.full(4000, 40)]))
+    pairs = np.unique(seeds.astype(np.int64) << 32 | rng.integers(0, 4**9, seeds.size))
+    seeds, keys = pairs >> 32, (pairs & 0xFFFFFFFF).astype(np.uint32)
+    on_device = lambda s, k, n: bdz_cl.build(device, s, k, n)
+    mixed = bdz.build_by_size(seeds, keys, n_seeds, on_device, 1000)
+    host, dev = bdz.build(seeds, keys, n_seeds), on_device(seeds, keys, n_seeds)
+    slots, voff = _slots(mixed, seeds, keys)
+    assert np.array_equal(slots, mixed.slot) and np.unique(slots).size == slots.size
+    assert np.array_equal(mixed.vertex_offset, host.vertex_offset)
+    large = np.isin(seeds, [7, 40])
+    assert np.array_equal(mixed.slot[large], host.slot[large]) and np.array_equal(mixed.slot[~large], dev.slot[~large])
+    for seed in range(n_seeds):
+        vertices = slice(voff[seed], voff[seed + 1])
+        assert np.array_equal(mixed.g[vertices], (host if seed in (7, 40) else dev).g[vertices])
+
+
 def test_range_indices():
     got = bdz._range_indices(np.array([5, 0, 9]), np.array([2, 0, 3]))
     assert got.tolist() == [5, 6, 9, 10, 11]
