@@ -234,6 +234,7 @@ def _one_run_per_row(device: Device, candidates: list) -> tuple[object, np.ndarr
     several = np.flatnonzero(present.sum(axis=0) > 1)
     merged_offsets = region_offsets(sizes[:, several].sum(axis=0))
     merged_at = int(bases[-1])
+    check_numbered(merged_at + int(merged_offsets[-1]))  # the lists and their merged rows, in one buffer
     values = device.join([(c.buffer, 4 * c.size) for c in candidates], extra=4 * int(merged_offsets[-1]))
     single = np.argmax(present, axis=0)  # the one list (or none) of the other rows
     row_begin, row_size = begins[single, np.arange(n_rows)], sizes[single, np.arange(n_rows)]

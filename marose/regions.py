@@ -7,11 +7,17 @@ from __future__ import annotations
 import numpy as np
 
 
+def check_numbered(total: int) -> None:
+    """MemoryError when total entries of one batch would not be numbered in uint32."""
+    if total >= 2**32:
+        raise MemoryError("over 2^32 candidates, loci or records in one batch; use a smaller --batch-size")
+
+
 def region_offsets(sizes: np.ndarray) -> np.ndarray:
     """Where consecutive regions of the given sizes start, and where the last ends (uint32)."""
     sizes = np.asarray(sizes)
-    if sizes.size and int(sizes.sum(dtype=np.uint64)) >= 2**32:
-        raise MemoryError("over 2^32 candidates, loci or records in one batch; use a smaller --batch-size")
+    if sizes.size:
+        check_numbered(int(sizes.sum(dtype=np.uint64)))
     offsets = np.empty(sizes.size + 1, dtype=np.uint32)
     offsets[0] = 0
     # summed in uint32, which cannot overflow now: 2.6x faster on uint32 sizes than through int64

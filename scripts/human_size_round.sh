@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The human-size figures of BENCHMARKS.md, one stage per call (a GPU machine lends 10 minutes a
+# command; the files stay in bench/h/ between calls):
+#
+#   scripts/human_size_round.sh make              # the 3.1 Gbp reference (scripts/human_size.py)
+#   scripts/human_size_round.sh reads             # 1M 100 bp reads and 460,544 H3 reads from it
+#   scripts/human_size_round.sh build BUDGET      # its index within --max-memory BUDGET (e.g. 64G)
+#   scripts/human_size_round.sh map               # 1M 100 bp reads (k 5) and 460,544 H3 reads (k 3), the
+#                                                 # index kept on the device and cut to 20G
+#   scripts/human_size_round.sh segments          # 121 Mbp: 1 against 8 segments, map time and lookups
+#   scripts/human_size_round.sh serve             # 121 Mbp, Table II reads: served against standalone
+#
+# Needs bench/h/arabidopsis_3sp.fa.gz (scripts/fetch_genomes.sh --big) and pyopencl, mmh3 and
+# pysam importable (for the device machine: ../shared/tools/gpu-wheels.sh's wheels in .whl/).
+# The files go to $H (default bench/h; on a device machine, a folder that is not copied over
+# between calls, e.g. H=/tmp/h). Every timed command goes through scripts/peak_memory.py: wall
+# seconds and the peak memory of its process tree, one JSON line each in $H/runs.jsonl.
+set -euo pipefail
+if [ -d .whl ] && [ ! -d /tmp/site ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
+fi
+[ -d .whl ] && export PYTHONPATH=/tmp/site:$PWD
+[ -d /etc/OpenCL/vendors ] && command -v nvidia-smi >/dev/null && echo libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
+export MAROSE_CACHE_DIR=${MAROSE_CACHE_DIR:-$PWD/bench/h/cache}
+h=${H:-bench/h}
+mkdir -p $h
+run() { python3 scripts/peak_memory.py -o $h/runs.jsonl -- "$@"; }
+lookups() { python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print('lookups', s['lookups'], 'candidates', s['candidates'], 'loci', s['loci'], 'seconds', {k: round(v, 2) for k, v in s['seconds'].items()})" "$1"; }
+three=$h/arabidopsis_3sp.fa
+
+case ${1:?stage} in
+make)
+    run python3 scripts/human_size.py --source bench/h/arabidopsis_3sp.fa.gz $h/human_size.fa -q
+    ;;
+reads)
+    python3 scripts/simulate_reads.py $h/human_size.fa $h/r100.fq --n 1000000 --length 100 --max-edits 4 --seed 11 &
+    python3 scripts/simulate_reads.py $h/human_size.fa $h/h3.fq --n 460544 --length 40 --subs 3 --seed 11
+    wait
+    ;;
+build)
+    rm -rf $h/human_size.fa.marose
+    run python3 -m indexer.cli $h/human_size.fa --max-memory "${2:?budget}"
+    du -sb $h/human_size.fa.marose $h/human_size.fa
+    ;;
+map)
+    [ -e $h/r100.fq ] || python3 scripts/simulate_reads.py $h/human_size.fa $h/r100.fq --n 1000000 --length 100 --max-edits 4 --seed 11
+    [ -e $h/h3.fq ] || python3 scripts/simulate_reads.py $h/human_size.fa $h/h3.fq --n 460544 --length 40 --subs 3 --seed 11
+    for limit in "" 20G; do
+        extra=${limit:+--max-device-memory $limit}
+        for r in 1 2; do
+            run python3 -m marose.cli map -x $h/human_size.fa $h/r100.fq -k 5 -o $h/o100.sam --stats $h/s100.json $extra
+            lookups $h/s100.json
+            run python3 -m marose.cli map -x $h/human_size.fa $h/h3.fq -k 3 -o $h/oh3.sam --stats $h/sh3.json $extra
+            lookups $h/sh3.json
+        done
+    done
+    ;;
+segments)
+    [ -e $three ] || gunzip -c bench/h/arabidopsis_3sp.fa.gz > $three
+    [ -e $h/a100.fq ] || python3 scripts/simulate_reads.py $three $h/a100.fq --n 1000000 --length 100 --max-edits 4 --seed 11
+    patterns=$(python3 -c "import sys; print(sum(len(l) - 1 for l in open(sys.argv[1]) if l[0] != '>'))" $three)
+    for n in 1 8; do
+        run python3 -m indexer.cli $three -o $h/a$n.marose --segment-size $(( patterns / n + 1 )) -q
+        for r in 1 2 3; do
+            run python3 -m marose.cli map -x $h/a$n.marose $h/a100.fq -k 5 -o $h/oa$n.sam --stats $h/sa$n.json -q
+            lookups $h/sa$n.json
+        done
+    done
+    cmp <(grep -v '^@PG' $h/oa1.sam) <(grep -v '^@PG' $h/oa8.sam) && echo "1 and 8 segments: same SAM"
+    ;;
+serve)
+    [ -e $three ] || gunzip -c bench/h/arabidopsis_3sp.fa.gz > $three
+    [ -e $h/t2.fq ] || python3 scripts/simulate_reads.py $three $h/t2.fq --n 460544 --length 40 --subs 3 --seed 11
+    python3 scripts/bench_serve.py -x $h/a1.marose $h/t2.fq -k 3 --repeats 5
+    ;;
+*)
+    echo "unknown stage $1" >&2
+    exit 2
+    ;;
+esac
