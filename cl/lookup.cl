@@ -16,5 +16,5 @@ __kernel void lookup(__global const uint *seeds, __global const uint *keys, uint
     uint part = (vertex_offset[s + 1] - base) / 3u;
     uint v = phf_slot(key, hash_seed[s], base, part, g);
     uint end = slot_start[v + 1] - position_base;
-    ranges[i] = (uint2)(slot_key[v] == key ? slot_start[v] - position_base : end, end);
+    ranges[i] = (uint2)(slot_key[v] == (ushort)key ? slot_start[v] - position_base : end, end);
 }

@@ -1,9 +1,10 @@
 /* Evaluating a seed's BDZ perfect hash (see indexer/bdz.py). Needs murmur3.cl. */
 
 /* A segment's tables (indexer/build.py Segment): the hashes of seeds [seed_lo, seed_lo +
- * n_seeds), indexed from seed_lo, and slot starts from which position_base is subtracted. */
+ * n_seeds), indexed from seed_lo; each slot's key fingerprint (its low 16 bits); and slot
+ * starts from which position_base is subtracted. */
 #define SEGMENT_TABLES __global const uint *hash_seed, __global const uint *vertex_offset,           \
-                       __global const uint *g, __global const uint *slot_key,                          \
+                       __global const uint *g, __global const ushort *slot_key,                        \
                        __global const uint *slot_start, uint seed_lo, uint n_seeds, uint position_base
 
 inline uint3 phf_edge(uint key, uint hash_seed, uint base, uint part)

@@ -20,7 +20,11 @@ from marose.reference import Reference
 
 from . import bdz
 
-EMPTY_KEY = np.uint32(0xFFFFFFFF)  # stored in slots no key hashes to
+# A slot keeps the low 16 bits of its key: the whole key up to 8 bases, else a fingerprint. An
+# absent key that hashes to a slot whose key shares them (2^-16 of them) finds that key's
+# positions, candidates that the alignment then rejects; it costs 2 bytes a vertex, not 4.
+FINGERPRINT = 0xFFFF
+EMPTY_KEY = np.uint16(FINGERPRINT)  # in slots no key hashes to (their position ranges are empty)
 MAX_TABLE = 2**32 - 1  # a segment's vertices and positions are numbered in uint32
 BIN_BASES = 6  # seeds are grouped into bins by their first bases; segments hold whole bins
 
@@ -64,7 +68,7 @@ class Segment:
     hash_seed: np.ndarray  # uint32 per seed
     vertex_offset: np.ndarray  # uint32 per seed + 1
     g: np.ndarray  # packed, 16 vertices per uint32
-    slot_key: np.ndarray  # uint32 per vertex
+    slot_key: np.ndarray  # uint16 per vertex: the low 16 bits of its key (FINGERPRINT)
     slot_start: np.ndarray  # uint32 per vertex + 1, into positions (+ position_base)
     positions: np.ndarray  # uint32 genome positions (seed starts), ascending within a key
     sum_count_sq: int  # sum over keys of (positions per key)^2
@@ -204,8 +208,8 @@ def build_range(codes: np.ndarray, positions: np.ndarray, seed_lo: int, seed_hi:
     del seeds, keys
     ph = hash_builder(key_seed.astype(np.int64), key, seed_hi - seed_lo)
     n_vertices = int(ph.vertex_offset[-1])
-    slot_key = np.full(n_vertices, EMPTY_KEY, dtype=np.uint32)
-    slot_key[ph.slot] = key
+    slot_key = np.full(n_vertices, EMPTY_KEY, dtype=np.uint16)
+    slot_key[ph.slot] = key & np.uint32(FINGERPRINT)
     per_slot = np.zeros(n_vertices + 1, dtype=np.uint64)
     per_slot[ph.slot.astype(np.int64) + 1] = counts
     slot_start = np.cumsum(per_slot, dtype=np.uint64)
@@ -292,7 +296,7 @@ class MemorySink(SegmentSink):
         hash_seed, vertex_offset, g, slot_key, slot_start, positions = joined
         self.segments.append(Segment(
             self.seed_lo, seed_hi, hash_seed.astype(np.uint32),
-            np.append(vertex_offset, self.n_vertices).astype(np.uint32), bdz.pack_g(g), slot_key.astype(np.uint32),
+            np.append(vertex_offset, self.n_vertices).astype(np.uint32), bdz.pack_g(g), slot_key.astype(np.uint16),
             np.append(slot_start, self.n_positions).astype(np.uint32), positions.astype(np.uint32), self.count_sq))
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from . import bdz
-from .build import Segment
+from .build import FINGERPRINT, Segment
 
 
 def slot_ranges(segment: Segment, seeds: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """[begin, end) into segment.positions for each (seed, key); empty when absent, or when the
-    seed is not the segment's."""
+    """[begin, end) into segment.positions for each (seed, key); empty when absent (but for the
+    rare absent key that meets its slot's fingerprint, build.FINGERPRINT), or when the seed is
+    not the segment's."""
     seeds = np.asarray(seeds, dtype=np.int64)
     keys = np.asarray(keys, dtype=np.uint32)
     mine = (seeds >= segment.seed_lo) & (seeds < segment.seed_hi)
@@ -23,7 +24,7 @@ def slot_ranges(segment: Segment, seeds: np.ndarray, keys: np.ndarray) -> tuple[
     vertex = edges[np.arange(keys.size), g.sum(axis=1, dtype=np.int64) % bdz.PARTS]
     begin = segment.slot_start[vertex].astype(np.int64) - segment.position_base
     end = segment.slot_start[vertex + 1].astype(np.int64) - segment.position_base
-    hit = segment.slot_key[vertex] == keys
+    hit = segment.slot_key[vertex] == (keys & np.uint32(FINGERPRINT))
     end = np.where(mine, end, 0)
     return np.where(mine & hit, begin, end), end
 

@@ -10,7 +10,7 @@
       segNNN.hash_seed       uint32 per seed of the segment: J of its BDZ hash
       segNNN.vertex_offset   uint32 per seed + 1
       segNNN.g               uint32, sixteen 2-bit g values each
-      segNNN.slot_key        uint32 per vertex: the key hashed there (0xFFFFFFFF if none)
+      segNNN.slot_key        uint16 per vertex: the low 16 bits of the key hashed there (build.FINGERPRINT)
       segNNN.slot_start      uint32 per vertex + 1: start of its positions
       segNNN.positions       uint32: genome positions, grouped by slot
 
@@ -42,7 +42,7 @@ SEGMENT_ARRAYS = {
     "hash_seed": "<u4",
     "vertex_offset": "<u4",
     "g": "<u4",
-    "slot_key": "<u4",
+    "slot_key": "<u2",
     "slot_start": "<u4",
     "positions": "<u4",
 }

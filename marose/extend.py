@@ -20,7 +20,7 @@ import numpy as np
 from .align import NO_HIT, WORD_BITS, n_words
 from .device import PLAIN, Device, groups
 from .reference import NO_IUPAC, md_letters
-from .regions import leading_entries, region_offsets
+from .regions import check_numbered, leading_entries, region_offsets
 
 if TYPE_CHECKING:
     from .lookup import DeviceGenome

@@ -103,7 +103,7 @@ def device_parts(segment: Segment, max_bytes: int) -> list[Segment]:
     cuts = np.append(np.arange(0, segment.n_seeds, step), segment.n_seeds)
     vertices = np.asarray(segment.vertex_offset[cuts]).astype(np.int64)
     positions = np.asarray(segment.slot_start[vertices]).astype(np.int64)
-    size = 8 * cuts + (33 * vertices) // 4 + 4 * positions  # bytes of the seeds before each cut
+    size = 8 * cuts + (25 * vertices) // 4 + 4 * positions  # bytes of the seeds before each cut
     parts, first = [], 0
     while first < cuts.size - 1:
         # a part starts up to 15 vertices early, at a multiple of 16 (Segment.part)
