@@ -25,6 +25,17 @@ def device():
     return Device()
 
 
+@pytest.fixture(scope="module")
+def lambda_index(tmp_path_factory):
+    """An index of the bundled lambda genome (a copy), built once per test module."""
+    from indexer import cli as index_cli
+
+    fasta = tmp_path_factory.mktemp("idx") / "lambda.fa.gz"
+    fasta.write_bytes(open(LAMBDA, "rb").read())
+    assert index_cli.main([str(fasta), "-q"]) == 0
+    return str(fasta) + ".marose"
+
+
 def write_fasta(path, contigs: dict, gz: bool = False) -> str:
     """A FASTA file of the given {name: sequence}, 60 bases a line."""
     opener = gzip.open if gz else open

@@ -104,13 +104,6 @@ def start_server(short_folder):
         server.end()
 
 
-@pytest.fixture(scope="module")
-def lambda_index(tmp_path_factory):
-    fasta = tmp_path_factory.mktemp("idx") / "lambda.fa.gz"
-    fasta.write_bytes(open(LAMBDA, "rb").read())
-    assert index_cli.main([str(fasta), "-q"]) == 0
-    return str(fasta) + ".marose"
-
 
 @pytest.fixture(scope="module")
 def served(lambda_index, tmp_path_factory):

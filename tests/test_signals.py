@@ -13,20 +13,12 @@ import time
 import numpy as np
 import pytest
 
-from conftest import DATA, LAMBDA
-from indexer import cli as index_cli
+from conftest import DATA
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, PYTHONPATH=ROOT)
 WAIT_SECONDS = 60  # for the run to get under way; it is ended well before
 
-
-@pytest.fixture(scope="module")
-def lambda_index(tmp_path_factory):
-    fasta = tmp_path_factory.mktemp("idx") / "lambda.fa.gz"
-    fasta.write_bytes(open(LAMBDA, "rb").read())
-    assert index_cli.main([str(fasta), "-q"]) == 0
-    return str(fasta) + ".marose"
 
 
 def start(module: str, *args) -> subprocess.Popen:
