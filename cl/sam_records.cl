@@ -12,7 +12,8 @@
  *
  * Two passes: with write 0 each record's length, newline included, goes to length[i]; with
  * write 1 the record goes to out from out_offset[i]. Needs search.cl and sam_text.cl. mapq holds
- * marose/sam.py's MAPQ_UNIQUE, MAPQ_MAX_AMBIGUOUS, MAPQ_PER_EDIT and MAPQ_SECONDARY. */
+ * marose/sam.py's MAPQ_UNIQUE, MAPQ_MAX_AMBIGUOUS, MAPQ_PER_EDIT and MAPQ_SECONDARY. The put_
+ * helpers here write a record's fields for pair_records.cl too. */
 
 /* MAPQ of the first (best) of a read's n_hits hits at h, of its loci loci in all. */
 inline uint primary_mapq(__global const uint *mapq, __global const uchar *dist, uint h, uint n_hits, uint loci)
@@ -48,20 +49,53 @@ inline uint put_reversed(__global char *out, uint at, __global const char *text,
     return at + n;
 }
 
-/* A hit's contig, signed 1-based position, CIGAR and NM, as an XA tag lists it ("chr,+pos,CIGAR,NM;"). */
-inline uint put_xa_item(__global char *o, uint at, uint h, __global const uint *hit_row,
-                        __global const uint *hit_contig, __global const uint *contig_start,
-                        __global const uchar *ops, __global const uint *op_count, uint ops_width,
-                        __global const uint *start, __global const char *contig_names,
-                        __global const uint *contig_name_offset, bool put)
+/* A contig's name, or '*' for none (c < 0). */
+inline uint put_contig(__global char *o, uint at, int c, __global const char *contig_names,
+                       __global const uint *contig_name_offset, bool put)
 {
-    uint c = hit_contig[h];
-    at = put_text(o, at, contig_names + contig_name_offset[c], contig_name_offset[c + 1] - contig_name_offset[c], put);
-    at = put_char(o, put_char(o, at, ',', put), (hit_row[h] & 1u) ? '-' : '+', put);
-    at = put_char(o, put_number(o, at, start[h] - contig_start[c] + 1u, put), ',', put);
-    __global const uchar *op = ops + (size_t)h * ops_width;
-    at = put_char(o, put_cigar(o, at, op, op_count[h], put), ',', put);
-    return put_char(o, put_number(o, at, edit_count(op, op_count[h]), put), ';', put);
+    if (c < 0)
+        return put_char(o, at, '*', put);
+    uint from = contig_name_offset[c];
+    return put_text(o, at, contig_names + from, contig_name_offset[c + 1] - from, put);
+}
+
+/* SEQ and QUAL of a record, tab between: the read's n_bases bases and qualities (or '*'
+ * without them), reverse complemented and reversed on a reverse-strand record. */
+inline uint put_bases(__global char *o, uint at, __global const char *seq, __global const char *qual,
+                      uint n_bases, bool has_quals, bool reverse, __global const uchar *complement, bool put)
+{
+    at = reverse ? put_reversed(o, at, seq, n_bases, complement, put) : put_text(o, at, seq, n_bases, put);
+    at = put_char(o, at, '\t', put);
+    if (!has_quals)
+        return put_char(o, at, '*', put);
+    return reverse ? put_reversed(o, at, qual, n_bases, 0, put) : put_text(o, at, qual, n_bases, put);
+}
+
+/* The NM, MD and AS tags of an alignment (count operations op from genome position start, dist
+ * edits), each with its leading tab. */
+inline uint put_alignment_tags(__global char *o, uint at, __global const uchar *op, uint count, uint dist,
+                               __global const uchar *genome, uint start, __global const uint *iupac_at,
+                               __global const uchar *iupac_letter, uint n_iupac, bool put)
+{
+    at = put_number(o, put_literal(o, at, "\tNM:i:", put), edit_count(op, count), put);
+    at = put_md(o, put_literal(o, at, "\tMD:Z:", put), op, count, genome, start, iupac_at, iupac_letter, n_iupac,
+                put);
+    at = put_literal(o, at, "\tAS:i:", put);
+    if (dist)
+        at = put_char(o, at, '-', put);
+    return put_number(o, at, dist, put);
+}
+
+/* A hit's contig, signed 1-based position, CIGAR and NM, as an XA tag lists it ("chr,+pos,CIGAR,NM;"). */
+inline uint put_xa_item(__global char *o, uint at, uint contig, bool reverse, uint pos, __global const uchar *op,
+                        uint count, __global const char *contig_names, __global const uint *contig_name_offset,
+                        bool put)
+{
+    at = put_contig(o, at, (int)contig, contig_names, contig_name_offset, put);
+    at = put_char(o, put_char(o, at, ',', put), reverse ? '-' : '+', put);
+    at = put_char(o, put_number(o, at, pos, put), ',', put);
+    at = put_char(o, put_cigar(o, at, op, count, put), ',', put);
+    return put_char(o, put_number(o, at, edit_count(op, count), put), ';', put);
 }
 
 __kernel void sam_records(uint n_records, uint n_reads, uint write, uint xa_hits,
@@ -98,8 +132,7 @@ __kernel void sam_records(uint n_records, uint n_reads, uint write, uint xa_hits
         uint flag = (reverse ? 16u : 0u) | (rank ? 256u : 0u);
         at = put_char(o, put_number(o, at, flag, put), '\t', put);
         uint c = hit_contig[h];
-        uint name_length = contig_name_offset[c + 1] - contig_name_offset[c];
-        at = put_text(o, at, contig_names + contig_name_offset[c], name_length, put);
+        at = put_contig(o, at, (int)c, contig_names, contig_name_offset, put);
         uint pos = start[h] - contig_start[c] + 1u;
         at = put_char(o, put_number(o, put_char(o, at, '\t', put), pos, put), '\t', put);
         uint quality = rank ? mapq[3] : primary_mapq(mapq, hit_dist, (uint)h, n_hits, read_loci[r]);
@@ -107,31 +140,22 @@ __kernel void sam_records(uint n_records, uint n_reads, uint write, uint xa_hits
         at = put_cigar(o, at, ops + (size_t)h * ops_width, op_count[h], put);
         at = put_literal(o, at, "\t*\t0\t0\t", put);
     }
-    at = reverse ? put_reversed(o, at, seq, n_bases, complement, put) : put_text(o, at, seq, n_bases, put);
-    at = put_char(o, at, '\t', put);
-    if (!has_quals)
-        at = put_char(o, at, '*', put);
-    else
-        at = reverse ? put_reversed(o, at, qual, n_bases, 0, put) : put_text(o, at, qual, n_bases, put);
+    at = put_bases(o, at, seq, qual, n_bases, has_quals != 0u, reverse, complement, put);
     if (h < 0) {
         at = put_literal(o, at, "\tHN:i:0", put);
     } else {
-        __global const uchar *op = ops + (size_t)h * ops_width;
-        at = put_number(o, put_literal(o, at, "\tNM:i:", put), edit_count(op, op_count[h]), put);
-        at = put_md(o, put_literal(o, at, "\tMD:Z:", put), op, op_count[h], genome, start[h], iupac_at,
-                    iupac_letter, n_iupac, put);
-        at = put_literal(o, at, "\tAS:i:", put);
-        if (hit_dist[h])
-            at = put_char(o, at, '-', put);
-        at = put_number(o, at, hit_dist[h], put);
+        at = put_alignment_tags(o, at, ops + (size_t)h * ops_width, op_count[h], hit_dist[h], genome, start[h],
+                                iupac_at, iupac_letter, n_iupac, put);
         at = put_number(o, put_literal(o, at, "\tHN:i:", put), read_loci[r], put);
     }
     at = put_text(o, at, tail, tail_length, put);
     if (xa_hits > 1u && n_hits > 1u) {
         at = put_literal(o, at, "\tXA:Z:", put);
-        for (uint other = hit_base[r] + 1u; other < hit_base[r] + min(n_hits, xa_hits); ++other)
-            at = put_xa_item(o, at, other, hit_row, hit_contig, contig_start, ops, op_count, ops_width, start,
-                             contig_names, contig_name_offset, put);
+        for (uint x = hit_base[r] + 1u; x < hit_base[r] + min(n_hits, xa_hits); ++x) {
+            uint c = hit_contig[x];
+            at = put_xa_item(o, at, c, (hit_row[x] & 1u) != 0u, start[x] - contig_start[c] + 1u,
+                             ops + (size_t)x * ops_width, op_count[x], contig_names, contig_name_offset, put);
+        }
     }
     at = put_char(o, at, '\n', put);
     if (!put)

@@ -182,9 +182,8 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     _in_background(_load_opencl_drivers)
     from indexer import store
 
-    from .reads import BytesRead, read_batches
     from .sam_file import SamWriter
-    from .session import map_reads, open_session
+    from .session import map_reads, open_reads, open_session
 
     check_map_options(args)
     path = find_index(args.index)
@@ -196,18 +195,11 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     # the index loads and the first batch is read while the device opens in this thread (which
     # makes every OpenCL call); the device's batch size is asked for when the second batch is
     loading = _in_background(store.load, path, False)
-    if len(args.reads) == 2 or args.interleaved:
-        from .pair_driver import run_pairs
-
-        session = open_session(loading, args.device, bool(args.stats), args.verbose, log, device_memory(args))
-        run_pairs(args, log, session, open_output, command_line)
-    else:
-        bytes_read = BytesRead()
-        batches = read_batches(args.reads[0], batch_sizes(args.batch_size, lambda: default_batch_size(session.device)),
-                               bytes_read)
-        reading = _in_background(next, batches)
-        session = open_session(loading, args.device, bool(args.stats), args.verbose, log, device_memory(args))
-        map_reads(session, args, reading.result(), batches, bytes_read, open_output, command_line, log, setup_started)
+    batches, bytes_read, layout = open_reads(args, lambda: default_batch_size(session.device))
+    reading = _in_background(next, batches)
+    session = open_session(loading, args.device, bool(args.stats), args.verbose, log, device_memory(args))
+    map_reads(session, args, reading.result(), batches, bytes_read, open_output, command_line, log, setup_started,
+              layout)
     if exit_when_done:
         _end_process(0)
 

@@ -446,13 +446,16 @@ def trace_on_device(device: Device, reads: DeviceReads, genome_buffer, loci_read
 class DeviceHits:
     """The hits of a batch left on the device, for sam_records: the loci kept (read r's are
     [loci.first[r], loci.first[r + 1]), best first), their contigs (contig_start: the genome
-    start of each contig), their canonical alignments and the reads (device_reads.PackedOnDevice)."""
+    start of each contig), their canonical alignments, the reads (device_reads.PackedOnDevice)
+    and both strands of each read as the alignment kernels take them (filter.Strands, its rows
+    on the device)."""
 
     loci: DeviceLoci
     contig: object
     contig_start: object
     traced: DeviceTracebacks
     reads: object
+    strands: object
 
 
 def tracebacks(device: Device, reads: ReadsLike, genome_buffer, loci_read: np.ndarray,
@@ -570,13 +573,28 @@ def alignment_text(device: Device, traced: DeviceTracebacks, genome: DeviceGenom
     n = traced.n
     if n == 0:
         return [], np.zeros(0, np.int64), []
+    width, cigar, cigar_length, md, md_length, nm = _alignment_text_on_device(device, traced, genome, k)
+    rows = [_text_rows(device.read(buffer, np.uint8, n * width).reshape(n, width),
+                       device.read(lengths, np.uint32, n).astype(np.int64))
+            for buffer, lengths in ((cigar, cigar_length), (md, md_length))]
+    return rows[0], device.read(nm, np.uint32, n).astype(np.int64), rows[1]
+
+
+def edit_counts(device: Device, traced: DeviceTracebacks, genome: DeviceGenome, k: int) -> np.ndarray:
+    """The NM of alignment_text alone (int64), its strings left on the device."""
+    if traced.n == 0:
+        return np.zeros(0, np.int64)
+    nm = _alignment_text_on_device(device, traced, genome, k)[-1]
+    return device.read(nm, np.uint32, traced.n).astype(np.int64)
+
+
+def _alignment_text_on_device(device: Device, traced: DeviceTracebacks, genome: DeviceGenome, k: int) -> tuple:
+    """alignment_text's kernel run: (text width, CIGARs, their lengths, MDs, their lengths, NM)."""
+    n = traced.n
     width = 16 * (2 * k + 2)  # room for the numbers and letters of k edits
     cigar, md = device.empty(n * width), device.empty(n * width)
     cigar_length, md_length, nm = device.empty(4 * n), device.empty(4 * n), device.empty(4 * n)
     device.launch(device.kernel(PLAIN, "alignment_text"), groups(n, 64), None, traced.ops, traced.count,
                   traced.start, genome.codes, *genome.letters, np.uint32(n), np.uint32(traced.width),
                   np.uint32(width), cigar, cigar_length, md, md_length, nm)
-    rows = [_text_rows(device.read(buffer, np.uint8, n * width).reshape(n, width),
-                       device.read(lengths, np.uint32, n).astype(np.int64))
-            for buffer, lengths in ((cigar, cigar_length), (md, md_length))]
-    return rows[0], device.read(nm, np.uint32, n).astype(np.int64), rows[1]
+    return width, cigar, cigar_length, md, md_length, nm

@@ -198,7 +198,7 @@ class Mapper:
             traced = extend.trace_on_device(self.device, reads, self.genome.codes, best.row, best.end,
                                             placed.slice_start, best.size, self.k)
         if self.text_on_device:  # sam_records checks the tracebacks when it reads its first pass back
-            return extend.DeviceHits(best, placed.contig, self.contig_start, traced, packed), best.n_loci
+            return extend.DeviceHits(best, placed.contig, self.contig_start, traced, packed, strands), best.n_loci
         traced.check(self.device)
         with self.stats.timing("strings"):
             kept = best.read(self.device)

@@ -1,145 +1,145 @@
-"""The paired-end run: pairs of mates read, each mate mapped as a single read, pairs formed, SAM/BAM written."""
+"""The paired-end run, as session.map_reads runs it (PairedEnd is its layout): each mate mapped as a
+single read, the insert size learned, pairs formed (with mate rescue) and their records written
+on the device."""
 
 from __future__ import annotations
 
-import itertools
-import sys
-import time
-from typing import Iterator
+from dataclasses import dataclass
+from typing import Callable, Iterator
 
-from . import __version__, pairs, pipeline
-from .pairs import InsertSize, MateRescue, PairCounts, given_insert, learned_insert, pair_batch
+import numpy as np
 
-
-def run_pairs(args, log, session, open_output, command_line: str) -> None:
-    """Maps the pairs of args.reads (two files, or one with args.interleaved) as
-    session.map_reads maps single reads; args holds map's options, checked."""
-    from .cli import batch_sizes, default_batch_size, summary, write_stats
-    from .mates import read_pairs
-
-    insert = given_insert(args.insert_size) if args.insert_size else None
-    device = session.device
-    batches = read_pairs(args.reads, args.interleaved,
-                         batch_sizes(args.batch_size, lambda: max(1, default_batch_size(device) // 2)))
-    first = next(batches)
-    mapper, budget = _mapper(args, session, first, log)
-    started = time.time()
-    if insert is None:
-        mapped = _mapped_ahead(mapper, itertools.chain([first], batches))
-        insert = learned_insert(mapped, log)
-        source = itertools.chain(mapped, ((b, None) for b in batches))
-    else:
-        log(insert.describe())
-        source = ((b, None) for b in itertools.chain([first], batches))
-    mappers, counts = _write(args, session, mapper, insert, budget, source, open_output, command_line, started, log)
-    stats = mapper.stats
-    for lane in mappers[1:]:
-        stats.add(lane.stats)
-    elapsed = time.time() - started
-    summary(stats, elapsed, log)
-    log(f"{counts.pairs:,} pairs, {counts.both_mapped:,} with both mates mapped, {counts.proper:,} properly paired "
-        f"({counts.proper / max(counts.pairs, 1):.2%}), {counts.rescued:,} by mate rescue; "
-        f"{counts.pairs / max(elapsed, 1e-9):,.0f} pairs/s")
-    if args.stats:
-        write_stats(args.stats, stats, elapsed, 0.0, device)
+from . import pairs
+from .extend import DeviceHits, DeviceTracebacks
+from .mates import PairBatch, check_mate_names
+from .pairs import BatchLoci, InsertSize, PairCounts, given_insert, learned_insert, mapped_loci, mate_loci, pair_mates
+from .rescue import MateRescue, rescued_mates
+from .sam import Records
 
 
-def _mapper(args, session, first, log):
-    """The Mapper of a paired run, which keeps every locus of each mate (the primary pair is
-    chosen among them all), and the rescue budget."""
-    from .cli import explain, index_layout
-    from .device import describe
-    from .mapper import Mapper
-    from .params import default_max_errors
+@dataclass
+class MappedPairs:
+    """A batch of pairs mapped: its hits on the device, the loci within k of each read, and the
+    loci read back."""
 
-    index, device = session.index, session.device
-    ref = index.reference
-    k = args.max_errors if args.max_errors is not None else default_max_errors(first.first_length())
-    budget = 2 * k if args.rescue_errors is None else args.rescue_errors
-    log(f"index {index.path} ({ref.total_length:,} bases, {index_layout(session.on_device)}); k={k}; "
-        f"device {describe(device.device)}; paired-end, mate rescue "
-        + (f"within {budget} edits" if budget else "off"))
-    mapper = Mapper(index, device, k, None, on_device=session.on_device)
-    if args.explain:
-        print(explain(mapper, first.first_length()) + "\nthe guarantee holds for each mate", file=sys.stderr)
-    return mapper, budget
+    hits: DeviceHits
+    n_loci: np.ndarray
+    loci: BatchLoci
 
 
-def _mapped_ahead(mapper, batches: Iterator) -> list:
-    """The first batches, mapped, up to pairs.LEARN_PAIRS pairs: what the insert size is learned from."""
-    mapped = []
-    for batch in batches:
-        batch.prepare()
-        mapped.append((batch, mapper.map_batch(batch.reads)))
-        if sum(len(b) for b, _ in mapped) >= pairs.LEARN_PAIRS:
-            break
-    return mapped
+@dataclass
+class PairedBatch:
+    """A batch of pairs paired: its records, the loci their XA tags list, every locus they name
+    (the mapped ones, then the rescued ones, whose tracebacks rescued holds) and its counts."""
+
+    records: Records
+    xa_hit: np.ndarray
+    loci: BatchLoci
+    rescued: DeviceTracebacks | None
+    counts: PairCounts
 
 
-def _write(args, session, mapper, insert: InsertSize | None, budget: int, source, open_output,
-           command_line: str, started: float, log):
-    """Maps (where not mapped ahead), pairs and writes every (batch, mapped or None) of source in
-    the mapping lanes into the output that open_output makes from the header; returns the lanes'
-    mappers and the pairs' counts."""
-    from .cli import mapping_lanes
-    from .progress import LINE_SECONDS
-    from .sam import kept_at_close, parse_read_group, sam_header
+def map_pairs(mapper, batch: PairBatch) -> MappedPairs:
+    """The batch's mates mapped (mapper: one that keeps every locus, its text left on the device),
+    their names checked (MaroseError for mates named differently) and their loci read back."""
+    hits, n_loci = mapper.map_batch(batch.reads)
+    with mapper.stats.timing("format"):
+        check_mate_names(mapper.device, batch, hits.reads)
+        loci = mapped_loci(mapper.device, hits, mapper.contig_offsets)
+    return MappedPairs(hits, n_loci, loci)
 
-    ref = session.index.reference
-    rg_id = parse_read_group(args.read_group)[1] if args.read_group else None
-    device = mapper.device
-    mappers = [mapper] + [mapper.on_lane(device.mapping_lane())
-                          for _ in range(mapping_lanes(device, mapper.on_device) - 1)]
-    counts = [PairCounts() for _ in mappers]
 
-    def lane_work(lane: int):
-        lane_mapper = mappers[lane]
-        rescue = MateRescue(lane_mapper, budget) if budget else None
+def pair_batch(batch: PairBatch, mapped: MappedPairs, insert: InsertSize | None, genome_offsets: np.ndarray,
+               max_hits: int, xa: bool, rescue: MateRescue | None = None) -> PairedBatch:
+    """A mapped batch of pairs paired and laid out as records (marose.pairs); with rescue, pairs
+    without a proper pair get mate rescue."""
+    loci, n_loci = mapped.loci, mapped.n_loci
+    mate1, mate2 = mate_loci(loci, n_loci, batch.mate1), mate_loci(loci, n_loci, batch.mate2)
+    pairing = pair_mates(mate1, mate2, insert, genome_offsets)
+    traced = None
+    if rescue is not None and insert is not None and not pairing.proper.all():
+        loci, mate1, mate2, traced = rescued_mates(batch, mapped.hits, loci, mate1, mate2, pairing, insert, rescue,
+                                                   genome_offsets)
+        pairing = pair_mates(mate1, mate2, insert, genome_offsets)
+    records, xa_hit, counts = pairs.pair_records(batch, mate1, mate2, pairing, max_hits, xa)
+    return PairedBatch(records, xa_hit, loci, traced, counts)
 
-        def work(item):
-            batch, done = item
-            hits, n_loci = done if done is not None else lane_mapper.map_batch(batch.reads)
-            with lane_mapper.stats.timing("format"):
-                text, batch_counts = pair_batch(batch, hits, n_loci, insert, ref.offsets, ref.names, args.max_hits,
-                                                args.xa, rg_id, rescue)
-            counts[lane].add(batch_counts)
-            return text
+
+class PairedEnd:
+    """The layout of pairs (see session.SingleEnd): every locus of each mate is kept (the primary
+    pair is chosen among them all), the insert size is given or learned from the batches mapped
+    ahead, and each lane pairs its batches and writes their records on the device."""
+
+    unit = "pairs"
+    explain_note = "\nthe guarantee holds for each mate"
+    max_hits = None
+
+    def __init__(self, args):
+        self.args = args
+        self.insert: InsertSize | None = given_insert(args.insert_size) if args.insert_size else None
+        self.ahead: dict[int, MappedPairs] = {}  # batches mapped ahead, by their first pair
+        self.counts: list[PairCounts] = []  # of each lane
+
+    def budget(self, k: int) -> int:
+        """The rescue's edit budget (0: no rescue)."""
+        return 2 * k if self.args.rescue_errors is None else self.args.rescue_errors
+
+    def describe(self, k: int) -> str:
+        budget = self.budget(k)
+        return "; paired-end, mate rescue " + (f"within {budget} edits" if budget else "off")
+
+    def start(self, mappers: list, batches: Iterator, log) -> tuple[list, Iterator]:
+        """With a given insert size, nothing; else the first batches, up to pairs.LEARN_PAIRS
+        pairs, mapped (each by the lane that will pair it) and the insert size learned from
+        them. Returns them and the batches left."""
+        if self.insert is not None:
+            log(self.insert.describe())
+            return [], batches
+        ahead = []
+        for batch in batches:
+            mapper = mappers[len(ahead) % len(mappers)]
+            with mapper.stats.timing("parse"):
+                batch.prepare()
+            self.ahead[batch.first_pair] = map_pairs(mapper, batch)
+            ahead.append(batch)
+            if sum(len(b) for b in ahead) >= pairs.LEARN_PAIRS:
+                break
+        self.insert = learned_insert([(b, self.ahead[b.first_pair].loci, self.ahead[b.first_pair].n_loci)
+                                      for b in ahead], log)
+        return ahead, batches
+
+    def reads(self, batch: PairBatch):
+        return batch.reads
+
+    def work(self, mapper, contig_names: list[str], read_group_id: str | None) -> Callable:
+        """The work of a mapping lane: a batch's mates mapped (unless mapped ahead) and paired, and
+        its records formatted on the device, left there for the writing thread to read back."""
+        from .sam_records import DevicePairFormatter
+
+        budget = self.budget(mapper.k)
+        rescue = MateRescue(mapper, budget) if budget else None
+        formatter = DevicePairFormatter(mapper.device, mapper.genome, contig_names, read_group_id)
+        counts = PairCounts()
+        self.counts.append(counts)
+        offsets = mapper.contig_offsets
+
+        def work(batch: PairBatch):
+            mapped = self.ahead.pop(batch.first_pair, None) or map_pairs(mapper, batch)
+            with mapper.stats.timing("format"):
+                paired = pair_batch(batch, mapped, self.insert, offsets, self.args.max_hits, self.args.xa, rescue)
+                counts.add(paired.counts)
+                return formatter.format(mapped.hits.reads, mapped.n_loci, paired.records, paired.xa_hit, paired.loci,
+                                        offsets, mapped.hits.traced, paired.rescued)
 
         return work
 
-    progress = {"last": started, "pairs": 0}
+    def done(self, mappers: list) -> int:
+        return sum(m.stats.reads for m in mappers) // 2
 
-    def write(item, text: bytes) -> None:
-        with mapper.stats.timing("write"):
-            out.write(text)
-        progress["pairs"] += len(item[0])
-        if time.time() - progress["last"] > LINE_SECONDS:
-            progress["last"] = time.time()
-            log(f"{progress['pairs']:,} pairs, {progress['pairs'] / (progress['last'] - started):,.0f} pairs/s")
-
-    header = sam_header(list(zip(ref.names, map(int, ref.lengths))), args.read_group, command_line, __version__)
-    if not kept_at_close(args.output):  # output that cannot be taken back waits for the check
-        session.checked.result()
-    with open_output(header) as out:
-        try:
-            pipeline.run(_prepared(source, mapper.stats), [lane_work(i) for i in range(len(mappers))], write)
-        finally:
-            session.checked.result()  # a corrupted index is the error to report, whatever else failed
-        out.close()
-    total = PairCounts()
-    for c in counts:
-        total.add(c)
-    return mappers, total
-
-
-def _prepared(items, stats):
-    """The (batch, mapped or None) items with each batch's reads packed, counted as 'parse'."""
-    items = iter(items)
-    while True:
-        with stats.timing("parse"):
-            item = next(items, None)
-            if item is not None:
-                item[0].prepare()
-        if item is None:
-            return
-        yield item
+    def report(self, elapsed: float, log) -> None:
+        total = PairCounts()
+        for lane in self.counts:
+            total.add(lane)
+        log(f"{total.pairs:,} pairs, {total.both_mapped:,} with both mates mapped, {total.proper:,} properly paired "
+            f"({total.proper / max(total.pairs, 1):.2%}), {total.rescued:,} by mate rescue; "
+            f"{total.pairs / max(elapsed, 1e-9):,.0f} pairs/s")

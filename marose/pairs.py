@@ -33,17 +33,16 @@ from typing import Sequence
 
 import numpy as np
 
-from .dna import reverse_complement
 from .errors import MaroseError
 from .mates import PairBatch
-from .sam import Hits, MAPQ_SECONDARY, Records, _column, _objects, _xa_tags, format_records, primary_mapq
+from .sam import MAPQ_SECONDARY, Records, primary_mapq
 
 LEARN_PAIRS = 10_000  # pairs the insert size is learned from
 MIN_UNIQUE_PAIRS = 10  # fewer unique pairs in one orientation: no insert size is learned
 BOUND_SIGMAS = 4
 MAD_TO_SD = 1.4826
 ORIENTATIONS = ("FR", "RF", "FF")
-RESCUED_TAG = b"\tXR:i:1"  # on a locus found by mate rescue
+RESCUE_ANCHORS = 8  # loci of a mate (its best) near which its partner is searched for
 
 PAIRED, PROPER, UNMAPPED, MATE_UNMAPPED, REVERSE, MATE_REVERSE, FIRST, SECOND, SECONDARY = (
     1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -110,10 +109,53 @@ def orientation(strand1: np.ndarray, five1: np.ndarray, strand2: np.ndarray, fiv
 
 
 @dataclass
+class BatchLoci:
+    """Every locus of a batch's reads, numbered as records name them: the mapper's (by read, best
+    first), then those mate rescue found. pos and end (inclusive) are 0-based within the contig;
+    trace is the row of each locus's traceback: among the mapper's when below n_mapped, else
+    row trace - n_mapped among the rescued loci's."""
+
+    read: np.ndarray
+    strand: np.ndarray
+    contig: np.ndarray
+    pos: np.ndarray
+    end: np.ndarray
+    dist: np.ndarray
+    trace: np.ndarray
+    n_mapped: int
+
+    def taken(self, index: np.ndarray) -> "BatchLoci":
+        """The loci at index (trace and n_mapped kept as they are)."""
+        return BatchLoci(*(getattr(self, f)[index] for f in _LOCUS_FIELDS), self.n_mapped)
+
+    @staticmethod
+    def joined(parts: list["BatchLoci"]) -> "BatchLoci":
+        """The loci of parts one after another, with the first's n_mapped."""
+        return BatchLoci(*(np.concatenate([getattr(p, f) for p in parts]) for f in _LOCUS_FIELDS),
+                         parts[0].n_mapped)
+
+
+_LOCUS_FIELDS = ("read", "strand", "contig", "pos", "end", "dist", "trace")
+
+
+def mapped_loci(device, hits, contig_offsets: np.ndarray) -> BatchLoci:
+    """The loci of a batch's hits left on the device (extend.DeviceHits), read back; RuntimeError
+    unless each has its traceback."""
+    kept = hits.loci.read(device)
+    n = kept.row.size
+    contig = device.read(hits.contig, np.uint32, n).astype(np.int64)
+    start = device.read(hits.traced.start, np.uint32, n).astype(np.int64)
+    hits.traced.check(device)
+    offset = contig_offsets[contig]
+    return BatchLoci(kept.row // 2, kept.row % 2, contig, start - offset, kept.end - offset, kept.dist,
+                     np.arange(n), n)
+
+
+@dataclass
 class MateLoci:
     """One mate's loci in a batch of pairs, in its mapper's order (by pair, best first)."""
 
-    hit: np.ndarray  # index into the batch's Hits
+    hit: np.ndarray  # index into the batch's BatchLoci
     pair: np.ndarray
     strand: np.ndarray
     contig: np.ndarray
@@ -134,8 +176,8 @@ class MateLoci:
         return np.arange(self.hit.size) - self.first[self.pair]
 
 
-def mate_loci(hits: Hits, n_loci: np.ndarray, reads: np.ndarray) -> MateLoci:
-    """The loci of the mates at reads (one read a pair, increasing) among a batch's hits."""
+def mate_loci(hits: BatchLoci, n_loci: np.ndarray, reads: np.ndarray) -> MateLoci:
+    """The loci of the mates at reads (one read a pair, increasing) among a batch's."""
     hit_read = np.asarray(hits.read, np.int64)
     pair_of = np.full(len(n_loci), -1, np.int64)
     pair_of[reads] = np.arange(reads.size)
@@ -233,46 +275,32 @@ class PairCounts:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
-def pair_records(batch: PairBatch, hits: Hits, n_loci: np.ndarray, mate1: MateLoci, mate2: MateLoci,
-                 pairing: Pairing, contig_names: Sequence[str], max_hits: int, xa: bool,
-                 read_group_id: str | None) -> tuple[bytes, PairCounts]:
-    """The SAM text of a batch of pairs, each pair's mate-1 records then its mate-2 records, and
-    counts of its pairs."""
+def pair_records(batch: PairBatch, mate1: MateLoci, mate2: MateLoci, pairing: Pairing, max_hits: int,
+                 xa: bool) -> tuple[Records, np.ndarray, PairCounts]:
+    """The records of a batch of pairs, each pair's mate-1 records then its mate-2 records, the
+    loci their XA tags list (Records.xa_first), and counts of its pairs."""
     mates = ((mate1, pairing.primary1, mate2, pairing.primary2, FIRST, batch.mate1),
              (mate2, pairing.primary2, mate1, pairing.primary1, SECOND, batch.mate2))
-    parts = [_mate_records(own, primary, other, other_primary, bit, reads, hits, pairing, contig_names, max_hits, xa)
+    parts = [_mate_records(own, primary, other, other_primary, bit, reads, pairing, max_hits, xa)
              for own, primary, other, other_primary, bit, reads in mates]
-    records = Records(*(np.concatenate([getattr(p, f) for p in parts]) for f in Records.__dataclass_fields__))
-    which = np.concatenate([np.zeros(parts[0].read.size), np.ones(parts[1].read.size)])
-    pair = np.concatenate([_pair_of_records(p.read, batch) for p in parts])
-    order = np.lexsort((np.arange(which.size), which, pair))
-    records = Records(*(getattr(records, f)[order] for f in Records.__dataclass_fields__))
-    names = _pair_names(batch)
-    text = format_records(batch.reads, names, hits, n_loci, records, contig_names, read_group_id)
-    both = (pairing.primary1 >= 0) & (pairing.primary2 >= 0)
-    rescued = (_at(mate1.rescued, pairing.primary1, 0) == 1) | (_at(mate2.rescued, pairing.primary2, 0) == 1)
-    return text, PairCounts(len(batch), int(pairing.proper.sum()), int(both.sum()), int(rescued.sum()))
-
-
-def _pair_names(batch: PairBatch) -> list[str]:
-    """Each read's QNAME: its pair's name (no /1 or /2)."""
-    names = [""] * len(batch.reads)
-    for pair, (i, j) in enumerate(zip(batch.mate1.tolist(), batch.mate2.tolist())):
-        names[i] = names[j] = batch.names[pair]
-    return names
-
-
-def _pair_of_records(read: np.ndarray, batch: PairBatch) -> np.ndarray:
+    (records1, xa1), (records2, xa2) = parts
+    records2.xa_first += xa1.size
     pair_of = np.empty(len(batch.reads), np.int64)
     pair_of[batch.mate1] = pair_of[batch.mate2] = np.arange(len(batch))
-    return pair_of[read]
+    # each pair's mate-1 records, then its mate-2 records, each mate's in order
+    order = np.argsort(np.concatenate([2 * pair_of[records1.read], 2 * pair_of[records2.read] + 1]), kind="stable")
+    records = Records(*(np.concatenate([getattr(records1, f), getattr(records2, f)])[order]
+                        for f in Records.__dataclass_fields__))
+    both = (pairing.primary1 >= 0) & (pairing.primary2 >= 0)
+    rescued = (_at(mate1.rescued, pairing.primary1, 0) == 1) | (_at(mate2.rescued, pairing.primary2, 0) == 1)
+    counts = PairCounts(len(batch), int(pairing.proper.sum()), int(both.sum()), int(rescued.sum()))
+    return records, np.concatenate([xa1, xa2]), counts
 
 
 def _mate_records(own: MateLoci, primary: np.ndarray, other: MateLoci, other_primary: np.ndarray, bit: int,
-                  reads: np.ndarray, hits: Hits, pairing: Pairing, contig_names: Sequence[str], max_hits: int,
-                  xa: bool) -> Records:
+                  reads: np.ndarray, pairing: Pairing, max_hits: int, xa: bool) -> tuple[Records, np.ndarray]:
     """The records of one mate of every pair: its primary locus, then its other loci in order up
-    to max_hits (or in XA:Z with xa), or one unmapped record."""
+    to max_hits (or in XA:Z with xa), or one unmapped record; and the loci of their XA tags."""
     n = own.count.size
     has, mate_has = primary >= 0, other_primary >= 0
     contig, pos = _at(own.contig, primary), _at(own.pos, primary)
@@ -284,10 +312,7 @@ def _mate_records(own: MateLoci, primary: np.ndarray, other: MateLoci, other_pri
              | np.where(_at(other.strand, other_primary) == 1, MATE_REVERSE, 0))
     same = has & mate_has & (contig == mate_contig)
     tlen = np.where(same, _at(other.five, other_primary) - _at(own.five, primary), 0)
-    tags = _objects([b""] * n)
-    tags[has & ~mate_has] = b"\tMC:Z:*"  # as samtools fixmate writes it
-    if mate_has.any():
-        tags[mate_has] = b"\tMC:Z:" + _column(hits.cigar, other.hit[other_primary[mate_has]])
+    mate_hit = _at(other.hit, other_primary)
     mapq = mate_mapq(own, primary, pairing)
 
     # each pair's loci, primary first, then the rest in order
@@ -296,26 +321,24 @@ def _mate_records(own: MateLoci, primary: np.ndarray, other: MateLoci, other_pri
     rank = np.arange(order.size) - own.first[own.pair[order]]
     cap = 1 if xa else max_hits
     kept = order[rank < cap]
-    kept_rank = rank[rank < cap]
+    first_record = rank[rank < cap] == 0
     pair = own.pair[kept]
-    first_record = kept_rank == 0
-    record_tags = tags[pair] + np.where(own.rescued[kept], RESCUED_TAG, b"").astype(object)
-    if xa and order.size:
-        reordered = Hits(own.pair[order], own.strand[order], own.contig[order], own.pos[order], own.dist[order],
-                         _column(hits.cigar, own.hit[order]), [], np.asarray(hits.nm)[own.hit[order]])
-        record_tags = record_tags + _xa_tags(reordered, own.pair[order], rank, max_hits, contig_names, n)[pair]
+    listed = order[(rank > 0) & (rank < max_hits)] if xa else order[:0]
+    xa_count = np.bincount(own.pair[listed], minlength=n)
+    xa_first = np.cumsum(xa_count) - xa_count
     # a secondary record is no part of the proper pair
     kept_flags = np.where(first_record, flags[pair], (flags[pair] & ~PROPER) | SECONDARY)
     mapped = Records(reads[pair], own.hit[kept], kept_flags | REVERSE * own.strand[kept], own.contig[kept],
-                     own.pos[kept],
-                     np.where(first_record, mapq[pair], MAPQ_SECONDARY), mate_contig[pair], mate_pos[pair],
-                     np.where(first_record, tlen[pair], 0), record_tags)
+                     own.pos[kept], np.where(first_record, mapq[pair], MAPQ_SECONDARY), mate_contig[pair],
+                     mate_pos[pair], np.where(first_record, tlen[pair], 0), mate_hit[pair],
+                     own.rescued[kept].astype(np.int64), xa_first[pair], xa_count[pair])
     lone = np.flatnonzero(~has)
-    unmapped = Records(reads[lone], np.full(lone.size, -1), flags[lone] | UNMAPPED, contig[lone],
-                       pos[lone], np.zeros(lone.size, np.int64), mate_contig[lone], mate_pos[lone],
-                       np.zeros(lone.size, np.int64), tags[lone])
-    return Records(*(np.concatenate([getattr(mapped, f), getattr(unmapped, f)])
-                     for f in Records.__dataclass_fields__))
+    none = np.zeros(lone.size, np.int64)
+    unmapped = Records(reads[lone], none - 1, flags[lone] | UNMAPPED, contig[lone], pos[lone], none,
+                       mate_contig[lone], mate_pos[lone], none, mate_hit[lone], none, none, none)
+    records = Records(*(np.concatenate([getattr(mapped, f), getattr(unmapped, f)])
+                        for f in Records.__dataclass_fields__))
+    return records, own.hit[listed]
 
 
 def _at(values: np.ndarray, index: np.ndarray, missing: int = -1) -> np.ndarray:
@@ -327,11 +350,11 @@ def _at(values: np.ndarray, index: np.ndarray, missing: int = -1) -> np.ndarray:
 
 def learned_insert(mapped: list, log) -> InsertSize | None:
     """The insert size learned from the first LEARN_PAIRS pairs of mapped batches (PairBatch,
-    (hits, n_loci)) in input order, described on log; None, with a warning, when too few of
-    them are unique."""
+    and its BatchLoci and loci within k of each read) in input order, described on log; None,
+    with a warning, when too few of them are unique."""
     orientations, inserts, seen = [], [], 0
-    for batch, (hits, n_loci) in mapped:
-        mate1, mate2 = mate_loci(hits, n_loci, batch.mate1), mate_loci(hits, n_loci, batch.mate2)
+    for batch, loci, n_loci in mapped:
+        mate1, mate2 = mate_loci(loci, n_loci, batch.mate1), mate_loci(loci, n_loci, batch.mate2)
         pairs, kinds, sizes = unique_pairs(mate1, mate2)
         inside = pairs < LEARN_PAIRS - seen
         orientations.append(kinds[inside])
@@ -347,200 +370,3 @@ def learned_insert(mapped: list, log) -> InsertSize | None:
     else:
         log(insert.describe())
     return insert
-
-
-def pair_batch(batch: PairBatch, hits: Hits, n_loci: np.ndarray, insert: InsertSize | None,
-               genome_offsets: np.ndarray, contig_names: Sequence[str], max_hits: int, xa: bool,
-               read_group_id: str | None, rescue: "MateRescue | None" = None) -> tuple[bytes, PairCounts]:
-    """A mapped batch of pairs (every locus of every mate in hits, by read, best first) as SAM
-    text, and its counts; with rescue, pairs without a proper pair get mate rescue."""
-    mate1, mate2 = mate_loci(hits, n_loci, batch.mate1), mate_loci(hits, n_loci, batch.mate2)
-    pairing = pair_mates(mate1, mate2, insert, genome_offsets)
-    if rescue is not None and insert is not None and not pairing.proper.all():
-        hits, mate1, mate2 = rescued_mates(batch, hits, mate1, mate2, pairing, insert, rescue, genome_offsets)
-        pairing = pair_mates(mate1, mate2, insert, genome_offsets)
-    return pair_records(batch, hits, n_loci, mate1, mate2, pairing, contig_names, max_hits, xa, read_group_id)
-
-
-RESCUE_ANCHORS = 8  # loci of a mate (its best) near which its partner is searched for
-
-
-@dataclass
-class RescueTasks:
-    """Windows to search for mates: task t looks for the mate at read[t] on strand strand[t],
-    near anchor[t] (a locus of the other mate), for the pair pair[t]; its alignments may start
-    in [first[t], last[t]] (global genome positions)."""
-
-    pair: np.ndarray
-    read: np.ndarray
-    strand: np.ndarray
-    first: np.ndarray
-    last: np.ndarray
-    anchor: np.ndarray
-    limit: np.ndarray  # the end of the anchor's contig (global), which no candidate passes
-
-
-def rescue_tasks(anchors: MateLoci, reads: np.ndarray, pairing: Pairing, insert: InsertSize,
-                 read_length: np.ndarray, budget: int, contig_bounds: np.ndarray) -> RescueTasks:
-    """A task for each of up to RESCUE_ANCHORS best loci of the anchoring mate in pairs without a
-    proper pair: where the partner (the read at reads[pair], read_length long) must lie to be
-    proper with it, as global genome starts of its alignment, and on which strand."""
-    take = np.flatnonzero(~pairing.proper[anchors.pair] & (anchors.rank < RESCUE_ANCHORS)
-                          & (read_length[reads[anchors.pair]] > 0))
-    pair, five = anchors.pair[take], anchors.five[take]
-    leads = five + insert.low, five + insert.high  # partner's 5' end after the anchor's
-    trails = five - insert.high, five - insert.low  # ... or before it
-    forward = anchors.strand[take] == 0
-    # FR: a forward anchor leads a reverse partner; RF: a reverse anchor leads a forward one
-    if insert.orientation == 2:
-        strand, low, high = anchors.strand[take], trails[0], leads[1]
-    else:
-        anchor_leads = forward if insert.orientation == 0 else ~forward
-        strand = 1 - anchors.strand[take]
-        low, high = np.where(anchor_leads, leads[0], trails[0]), np.where(anchor_leads, leads[1], trails[1])
-    length = read_length[reads[pair]]
-    # a forward partner starts at its 5' end; a reverse one ends just before it, L - budget .. L + budget long
-    first = np.where(strand == 0, low, low - length - budget) - budget - 1
-    last = np.where(strand == 0, high, high - length + budget) + budget + 1
-    contig = anchors.contig[take]
-    start, end = contig_bounds[contig], contig_bounds[contig + 1]
-    first, last = np.maximum(first + start, start), np.minimum(last + start, end - 1)
-    keep = first <= last
-    return RescueTasks(pair[keep], reads[pair][keep], strand[keep], first[keep], last[keep], take[keep],
-                       end[keep])
-
-
-class MateRescue:
-    """Searches insert windows for mates with a wider budget (the extend kernels on the device)."""
-
-    def __init__(self, mapper, budget: int):
-        self.mapper = mapper
-        self.budget = budget
-
-    def find(self, batch: PairBatch, tasks: RescueTasks) -> Hits:
-        """Every locus within the budget of each task's read and strand whose alignment starts in
-        its window: Hits whose read is the task's index, with end set."""
-        from . import extend
-        from .filter import DeviceCandidates
-
-        m, kb = self.mapper, self.budget
-        device = m.device
-        codes, lengths = batch.reads.codes()
-        n = tasks.pair.size
-        rows = [None] * (2 * n)
-        for t, (r, length) in enumerate(zip(tasks.read.tolist(), lengths[tasks.read].tolist())):
-            rows[2 * t] = codes[r, :length]
-            rows[2 * t + 1] = reverse_complement(codes[r, :length])
-        reads = extend.upload_reads(device, rows)
-        # a candidate p covers alignments starting in [p - kb, p]: one every kb + 1 positions
-        per_task = (tasks.last - tasks.first) // (kb + 1) + 1
-        row = 2 * np.repeat(np.arange(n), per_task) + np.repeat(tasks.strand, per_task)
-        within = np.arange(int(per_task.sum())) - np.repeat(np.cumsum(per_task) - per_task, per_task)
-        starts = np.minimum(np.repeat(tasks.first, per_task) + kb + within * (kb + 1),
-                            np.repeat(tasks.limit, per_task) - 1)
-        keys = np.unique((row.astype(np.uint64) << np.uint64(32)) | starts.astype(np.uint64))  # by row, then start
-        row, starts = (keys >> np.uint64(32)).astype(np.int64), keys & np.uint64(0xFFFFFFFF)
-        count = np.bincount(row, minlength=2 * n).astype(np.uint32)
-        offsets = np.concatenate(([0], np.cumsum(count))).astype(np.uint32)
-        candidates = DeviceCandidates(device.to_device(starts.astype(np.uint32)), device.to_device(offsets),
-                                      device.to_device(count), offsets)
-        n_contigs = m.contig_offsets.size - 1
-        loci = extend.row_loci(device, reads, m.genome.codes, [candidates], m.contig_start, n_contigs, kb)
-        best = extend.best_loci_on_device(device, loci, n, kb, None)
-        placed = extend.place_loci(device, best, reads, m.contig_start, n_contigs, kb)
-        traced = extend.trace_on_device(device, reads, m.genome.codes, best.row, best.end, placed.slice_start,
-                                        best.size, kb)
-        traced.check(device)
-        kept = best.read(device)
-        contig = device.read(placed.contig, np.uint32, best.size).astype(np.int64)
-        start = device.read(traced.start, np.uint32, best.size).astype(np.int64)
-        cigars, nm, mds = extend.alignment_text(device, traced, m.genome, kb)
-        offset = m.contig_offsets[contig]
-        # the traceback's distance: a window that cut an alignment short may have shown a larger one
-        return Hits(kept.row // 2, kept.row % 2, contig, start - offset, nm, cigars, mds, nm, kept.end - offset)
-
-
-def rescued_mates(batch: PairBatch, hits: Hits, mate1: MateLoci, mate2: MateLoci, pairing: Pairing,
-                  insert: InsertSize, rescue: MateRescue, genome_offsets: np.ndarray
-                  ) -> tuple[Hits, MateLoci, MateLoci]:
-    """The hits and both mates' loci with the loci mate rescue finds for pairs without a proper
-    pair: each mate's partner is searched for near its best loci, and each locus found that
-    makes a proper pair with its anchor and is not among the partner's own is added after them
-    (by distance, strand, position), marked rescued."""
-    lengths = batch.reads.lengths().astype(np.int64)
-    added = []
-    for anchors, target, reads, target_is_second in ((mate1, mate2, batch.mate2, True),
-                                                     (mate2, mate1, batch.mate1, False)):
-        tasks = rescue_tasks(anchors, reads, pairing, insert, lengths, rescue.budget, genome_offsets)
-        found = rescue.find(batch, tasks) if tasks.pair.size else None
-        added.append(_proper_with_anchor(found, tasks, anchors, target, insert, target_is_second, genome_offsets))
-    base = len(hits.read)
-    extra = [found for _, found in added if found is not None]
-    if extra:
-        hits = _joined_hits([hits] + extra)
-    at = base
-    merged = []
-    for target, (rows, found) in zip((mate2, mate1), added):
-        if found is None:
-            merged.append(target)
-            continue
-        merged.append(_with_rescued(target, found, rows, at, genome_offsets))
-        at += len(found.read)
-    return hits, merged[1], merged[0]
-
-
-def _proper_with_anchor(found: Hits | None, tasks: RescueTasks, anchors: MateLoci, target: MateLoci,
-                        insert: InsertSize, target_is_second: bool, genome_offsets: np.ndarray):
-    """Of the loci found for the tasks, those proper with their anchor, not among the target
-    mate's own loci and found once: (their pairs, Hits with the reads of the batch), or (None, None)."""
-    if found is None or not len(found.read):
-        return None, None
-    task = np.asarray(found.read, np.int64)
-    anchor = tasks.anchor[task]
-    strand, contig = np.asarray(found.strand, np.int64), np.asarray(found.contig, np.int64)
-    five = five_prime(strand, found.pos, found.end)
-    a_strand, a_five = anchors.strand[anchor], anchors.five[anchor]
-    kinds = (orientation(a_strand, a_five, strand, five) if target_is_second
-             else orientation(strand, five, a_strand, a_five))
-    size = np.abs(five - a_five)
-    pair = tasks.pair[task]
-    span = int(genome_offsets[-1]) + 1
-    key = (pair * 2 + strand) * span + genome_offsets[contig] + np.asarray(found.end, np.int64)
-    own_key = (target.pair * 2 + target.strand) * span + genome_offsets[target.contig] + target.end
-    proper = ((contig == anchors.contig[anchor]) & (kinds == insert.orientation) & (size >= insert.low)
-              & (size <= insert.high) & ~np.isin(key, own_key))
-    keep = np.flatnonzero(proper)
-    _, once = np.unique(key[keep], return_index=True)
-    keep = np.sort(keep[once])
-    picked = Hits(tasks.read[task[keep]], strand[keep], contig[keep], np.asarray(found.pos)[keep],
-                  np.asarray(found.dist)[keep], [found.cigar[i] for i in keep.tolist()],
-                  [found.md[i] for i in keep.tolist()], np.asarray(found.nm)[keep], np.asarray(found.end)[keep])
-    return pair[keep], picked
-
-
-def _joined_hits(parts: list[Hits]) -> Hits:
-    arrays = [np.concatenate([np.asarray(getattr(h, f), np.int64) for h in parts])
-              for f in ("read", "strand", "contig", "pos", "dist")]
-    texts = [[x for h in parts for x in getattr(h, f)] for f in ("cigar", "md")]
-    return Hits(*arrays, *texts, np.concatenate([np.asarray(h.nm, np.int64) for h in parts]),
-                np.concatenate([np.asarray(h.end, np.int64) for h in parts]))
-
-
-def _with_rescued(mate: MateLoci, found: Hits, pair: np.ndarray, first_hit: int,
-                  genome_offsets: np.ndarray) -> MateLoci:
-    """mate's loci with the rescued ones (hits first_hit.. of the joined Hits) after each pair's own."""
-    m = len(found.read)
-    strand, contig = np.asarray(found.strand, np.int64), np.asarray(found.contig, np.int64)
-    joined = MateLoci(np.concatenate([mate.hit, first_hit + np.arange(m)]), np.concatenate([mate.pair, pair]),
-                      np.concatenate([mate.strand, strand]), np.concatenate([mate.contig, contig]),
-                      np.concatenate([mate.pos, np.asarray(found.pos, np.int64)]),
-                      np.concatenate([mate.end, np.asarray(found.end, np.int64)]),
-                      np.concatenate([mate.dist, np.asarray(found.dist, np.int64)]), mate.count, mate.first,
-                      mate.n_loci, np.concatenate([mate.rescued, np.ones(m, bool)]))
-    own_order = np.concatenate([np.arange(mate.hit.size), np.full(m, mate.hit.size)])
-    order = np.lexsort((genome_offsets[joined.contig] + joined.end, joined.strand, joined.dist, own_order,
-                        joined.rescued, joined.pair))
-    fields = {f: getattr(joined, f)[order] for f in ("hit", "pair", "strand", "contig", "pos", "end", "dist",
-                                                       "rescued")}
-    count = np.bincount(fields["pair"], minlength=mate.count.size)
-    return MateLoci(count=count, first=np.cumsum(count) - count, n_loci=mate.n_loci, **fields)

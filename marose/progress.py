@@ -20,10 +20,10 @@ def duration(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
-def progress_text(reads: int, elapsed: float, fraction: float | None, eta: float | None) -> str:
-    """One progress line: reads so far and their rate, and when the input size is known the
-    share of it read and the time left."""
-    text = f"{reads:,} reads, {reads / max(elapsed, 1e-9):,.0f} reads/s"
+def progress_text(reads: int, elapsed: float, fraction: float | None, eta: float | None, unit: str = "reads") -> str:
+    """One progress line: reads (or pairs: unit) so far and their rate, and when the input size
+    is known the share of it read and the time left."""
+    text = f"{reads:,} {unit}, {reads / max(elapsed, 1e-9):,.0f} {unit}/s"
     if fraction is not None:
         text = f"{fraction:6.1%} " + text
         text += f", ETA {duration(eta)}" if eta is not None else ", ETA --:--"
@@ -48,11 +48,12 @@ class Progress:
     With a terminal (live) it redraws one line in place, with the percentage and ETA when the
     input's size is known; otherwise it logs a plain line every LINE_SECONDS. The percentage
     is the share of the file (compressed bytes for gzip) that the reads written so far took.
+    The count is of reads, or of what unit names (bytes_read's share takes that count).
     """
 
     def __init__(self, log: Callable[[str], None], live: TextIO | None, bytes_read: BytesRead,
-                 clock: Callable[[], float] = time.time):
-        self.log, self.live, self.bytes_read, self.clock = log, live, bytes_read, clock
+                 clock: Callable[[], float] = time.time, unit: str = "reads"):
+        self.log, self.live, self.bytes_read, self.clock, self.unit = log, live, bytes_read, clock, unit
         self.started = self.last = clock()
         self.width = 0  # of the live line on screen
 
@@ -63,10 +64,10 @@ class Progress:
         self.last = now
         elapsed = now - self.started
         if not self.live:
-            self.log(progress_text(reads, elapsed, None, None))
+            self.log(progress_text(reads, elapsed, None, None, self.unit))
             return
         share = self.bytes_read.share(reads)
-        text = "[marose] " + progress_text(reads, elapsed, share, eta_seconds(share, elapsed))
+        text = "[marose] " + progress_text(reads, elapsed, share, eta_seconds(share, elapsed), self.unit)
         self.live.write("\r" + text.ljust(self.width))
         self.live.flush()
         self.width = len(text)

@@ -162,12 +162,18 @@ def format_batch(batch: ReadBatch, hits: Hits, n_loci: np.ndarray | Sequence[int
     return b"\n".join(out_lines)
 
 
+RESCUED_TAG = b"\tXR:i:1"  # on a paired-end record of a locus found by mate rescue
+
+
 @dataclass
 class Records:
-    """SAM records laid out one per row, in output order, each naming its read and hit: the
+    """SAM records laid out one per row, in output order, each naming its read and hits: the
     form paired-end records take (marose.pairs). hit is -1 on an unmapped record; contig and
     mate_contig -1 write '*' (a mate_contig equal to contig writes '='); pos and mate_pos are
-    0-based, -1 writing 0; tags hold each record's tags after HN:i (each with its leading tab)."""
+    0-based, -1 writing 0. After HN:i come MC:Z with the CIGAR of the hit mate_hit (the mate's
+    primary; -1 when the mate is unmapped: MC:Z:* on a mapped record, nothing on an unmapped
+    one), XR:i:1 where rescued is 1, and XA:Z listing the hits xa_hit[xa_first:xa_first +
+    xa_count] of an array given beside, when xa_count is not 0."""
 
     read: np.ndarray
     hit: np.ndarray
@@ -178,14 +184,17 @@ class Records:
     mate_contig: np.ndarray
     mate_pos: np.ndarray
     tlen: np.ndarray
-    tags: np.ndarray  # object array of bytes
+    mate_hit: np.ndarray
+    rescued: np.ndarray
+    xa_first: np.ndarray
+    xa_count: np.ndarray
 
 
 def format_records(batch: ReadBatch, names: Sequence[str], hits: Hits, n_loci: np.ndarray, records: Records,
-                   contig_names: Sequence[str], read_group_id: str | None) -> bytes:
+                   xa_hit: np.ndarray, contig_names: Sequence[str], read_group_id: str | None) -> bytes:
     """The SAM text of records (see Records) of the reads of batch, named by names (one a read):
     SEQ and QUAL oriented to each record's strand (flag 0x10), NM, MD and AS from the hit of a
-    mapped record, HN:i from n_loci, then the record's tags and the read group's."""
+    mapped record, HN:i from n_loci, then MC:Z, XR:i, XA:Z and the read group's tag."""
     m = records.read.size
     if m == 0:
         return b""
@@ -208,8 +217,9 @@ def format_records(batch: ReadBatch, names: Sequence[str], hits: Hits, n_loci: n
         cigar[mapped] = _column(hits.cigar, at)
         alignment_tags[mapped] = (_ints(np.asarray(hits.nm)[at], "NM:i:", "\tMD:Z:") + _column(hits.md, at)
                                   + _ints(-np.asarray(hits.dist, np.int64)[at], "\tAS:i:", "\t"))
-    tail = alignment_tags + _ints(np.asarray(n_loci, np.int64)[read], "HN:i:") + records.tags \
-        + read_group_tag(read_group_id)
+    tail = (alignment_tags + _ints(np.asarray(n_loci, np.int64)[read], "HN:i:") + _mate_cigar_tags(hits, records)
+            + np.where(np.asarray(records.rescued) != 0, RESCUED_TAG, b"").astype(object)
+            + _xa_lists(hits, records, np.asarray(xa_hit, np.int64), contig_names) + read_group_tag(read_group_id))
     lines = list(map(b"\t".join, zip(
         _objects(_to_bytes(list(names)))[read].tolist(), _ints(records.flag).tolist(),
         contigs[np.asarray(records.contig, np.int64) + 1].tolist(), _ints(np.maximum(records.pos, -1) + 1).tolist(),
@@ -218,6 +228,26 @@ def format_records(batch: ReadBatch, names: Sequence[str], hits: Hits, n_loci: n
         seq_col.tolist(), qual_col.tolist(), tail.tolist())))
     lines.append(b"")
     return b"\n".join(lines)
+
+
+def _mate_cigar_tags(hits: Hits, records: Records) -> np.ndarray:
+    """MC:Z of each record (see Records), with its leading tab, or b''."""
+    mate_hit = np.asarray(records.mate_hit, np.int64)
+    tags = _objects([b""] * mate_hit.size)
+    tags[(mate_hit < 0) & (np.asarray(records.hit) >= 0)] = b"\tMC:Z:*"  # as samtools fixmate writes it
+    has = mate_hit >= 0
+    if has.any():
+        tags[has] = b"\tMC:Z:" + _column(hits.cigar, mate_hit[has])
+    return tags
+
+
+def _xa_lists(hits: Hits, records: Records, xa_hit: np.ndarray, contig_names: Sequence[str]) -> np.ndarray:
+    """XA:Z of each record (see Records), with its leading tab, or b''."""
+    count = np.asarray(records.xa_count, np.int64)
+    owners = np.repeat(np.arange(count.size), count)
+    entries = xa_hit[np.repeat(np.asarray(records.xa_first, np.int64), count) + np.arange(owners.size)
+                     - np.repeat(np.cumsum(count) - count, count)]
+    return _grouped_xa(_xa_items(hits, entries, contig_names), owners, count.size)
 
 
 @dataclass
@@ -277,19 +307,30 @@ def _xa_tags(hits: Hits, read: np.ndarray, rank: np.ndarray, max_hits: int,
              contig_names: Sequence[str], n: int) -> np.ndarray:
     """Per read, b'\\tXA:Z:' and its hits of rank 1 .. max_hits-1, or b''."""
     idx = np.flatnonzero((rank > 0) & (rank < max_hits))
-    tags = _objects([b""] * n)
+    return _grouped_xa(_xa_items(hits, idx, contig_names), read[idx], n)
+
+
+def _xa_items(hits: Hits, idx: np.ndarray, contig_names: Sequence[str]) -> np.ndarray:
+    """The XA items ("contig,+pos,CIGAR,NM;") of hits idx."""
     if not len(idx):
-        return tags
+        return _objects([])
     pos1 = np.asarray(hits.pos, dtype=np.int64)[idx] + 1
     signed = np.where(np.asarray(hits.strand)[idx] == 1, -pos1, pos1)
-    items = _objects(list(map(b",".join, zip(
+    return _objects(list(map(b",".join, zip(
         _objects(_to_bytes(contig_names))[np.asarray(hits.contig)[idx]].tolist(),
         list(map(b"%+d".__mod__, signed.tolist())),
         _column(hits.cigar, idx).tolist(),
         _ints(np.asarray(hits.nm)[idx], "", ";").tolist()))))
-    owners = read[idx]
+
+
+def _grouped_xa(items: np.ndarray, owners: np.ndarray, n: int) -> np.ndarray:
+    """Per owner (0 .. n-1), b'\\tXA:Z:' and its items (owners ascending, one an item), or b''."""
+    tags = _objects([b""] * n)
+    if not len(items):
+        return tags
     last = np.flatnonzero(np.append(np.diff(owners) != 0, True))
-    # A newline after each read's last item lets one join and split group them.
+    # A newline after each owner's last item lets one join and split group them.
+    items = items.copy()
     items[last] += b"\n"
     groups = b"".join(items.tolist()).split(b"\n")[:-1]
     tags[owners[last]] = b"\tXA:Z:" + _objects(groups)

@@ -1,5 +1,6 @@
-"""SAM records of a batch written on the device (cl/sam_records.cl): byte for byte what
-sam.format_batch writes, from hits left on the device (extend.DeviceHits)."""
+"""SAM records of a batch written on the device: single-end (cl/sam_records.cl) byte for byte
+what sam.format_batch writes, from hits left on the device (extend.DeviceHits); paired-end
+(cl/pair_records.cl) what sam.format_records writes, from the records marose.pairs lays out."""
 
 from __future__ import annotations
 
@@ -9,33 +10,43 @@ import numpy as np
 
 from . import sam
 from .device import PLAIN, DeferredRead, Device, groups
-from .extend import DeviceHits
+from .extend import DeviceHits, DeviceTracebacks
 from .lookup import DeviceGenome
 from .reads import pack_texts
 from .regions import region_offsets
-from .sam import COMPLEMENT, read_group_tag
+from .sam import COMPLEMENT, Records, read_group_tag
 
 MAPQ = (sam.MAPQ_UNIQUE, sam.MAPQ_MAX_AMBIGUOUS, sam.MAPQ_PER_EDIT, sam.MAPQ_SECONDARY)  # as the kernel takes them
+# pair_records.cl's PairRecord and PairHit, field for field
+PAIR_RECORD = np.dtype([(name, np.int32) for name in Records.__dataclass_fields__])
+PAIR_HIT = np.dtype([(name, np.uint32) for name in ("contig", "pos", "start", "strand", "dist", "trace")])
 
 
-class DeviceSamFormatter:
-    """Formats batches on one device for a reference (its genome there and its contigs),
-    max_hits records a read (or with xa one record, the others in an XA tag) and an optional
-    read group."""
+class _RecordKernel:
+    """What a record kernel takes of a reference on one device (its genome there and its
+    contigs) and of an optional read group."""
 
-    def __init__(self, device: Device, genome: DeviceGenome, contig_names: Sequence[str], max_hits: int,
-                 read_group_id: str | None, xa: bool = False):
-        if max_hits < 1:
-            raise ValueError("max_hits must be at least 1")
+    def __init__(self, device: Device, genome: DeviceGenome, contig_names: Sequence[str], read_group_id: str | None):
         self.device = device
         self.genome = genome
-        self.max_hits = max_hits
-        self.xa = xa
         names, offsets = pack_texts(list(contig_names))
         self.contigs = (device.to_device(names), device.to_device(offsets))
         self.complement = device.to_device(np.frombuffer(COMPLEMENT, dtype=np.uint8))
         tail = read_group_tag(read_group_id)
         self.tail = (device.to_device(np.frombuffer(tail or b"\0", dtype=np.uint8)), np.uint32(len(tail)))
+
+
+class DeviceSamFormatter(_RecordKernel):
+    """Formats batches on one device for a reference, max_hits records a read (or with xa one
+    record, the others in an XA tag) and an optional read group."""
+
+    def __init__(self, device: Device, genome: DeviceGenome, contig_names: Sequence[str], max_hits: int,
+                 read_group_id: str | None, xa: bool = False):
+        if max_hits < 1:
+            raise ValueError("max_hits must be at least 1")
+        super().__init__(device, genome, contig_names, read_group_id)
+        self.max_hits = max_hits
+        self.xa = xa
         self.mapq = device.to_device(np.array(MAPQ, dtype=np.uint32))
         self.kernel = device.kernel(PLAIN, "sam_records")
 
@@ -57,16 +68,65 @@ class DeviceSamFormatter:
                      hits.contig_start, traced.ops, traced.count, np.uint32(traced.width), traced.start,
                      self.genome.codes, *self.genome.letters, *self.contigs, self.complement, *self.tail, self.mapq]
         n_records = int(record_base[-1])
-        lengths = d.empty(4 * n_records)
         passes = groups(n_records, 64), None, np.uint32(n_records), np.uint32(n)
         xa_hits = np.uint32(self.max_hits if self.xa else 0)
-        d.launch(self.kernel, *passes, np.uint32(0), xa_hits, *arguments, d.to_device(np.zeros(1, np.uint32)),
-                 d.empty(1), lengths)
-        offsets = np.concatenate(([0], np.cumsum(d.read(lengths, np.uint32, n_records), dtype=np.int64)))
-        traced.check(d)
-        if offsets[-1] >= 2**32:
-            raise MemoryError("SAM text of one batch over 4 GiB; use a smaller --batch-size")
-        out = d.empty(int(offsets[-1]))
-        d.launch(self.kernel, *passes, np.uint32(1), xa_hits, *arguments, d.to_device(offsets.astype(np.uint32)),
-                 out, lengths)
-        return d.read_later(out, int(offsets[-1]))
+
+        def launch(write, out_offset, out, lengths) -> None:
+            d.launch(self.kernel, *passes, write, xa_hits, *arguments, out_offset, out, lengths)
+
+        return _two_passes(d, n_records, launch, lambda: traced.check(d))
+
+
+class DevicePairFormatter(_RecordKernel):
+    """Formats batches of paired-end records (sam.Records, as marose.pairs lays them out) on one
+    device, for a reference and an optional read group."""
+
+    def __init__(self, device: Device, genome: DeviceGenome, contig_names: Sequence[str],
+                 read_group_id: str | None):
+        super().__init__(device, genome, contig_names, read_group_id)
+        self.kernel = device.kernel(PLAIN, "pair_records")
+
+    def format(self, reads, n_loci: np.ndarray, records: Records, xa_hit: np.ndarray, loci, contig_offsets,
+               mapped: DeviceTracebacks, rescued: DeviceTracebacks | None) -> DeferredRead:
+        """The SAM text of records of the reads on the device (device_reads.PackedOnDevice), in
+        order: loci (pairs.BatchLoci) are the hits the records name, their tracebacks mapped's
+        rows, or rescued's past the mapped loci."""
+        d, m = self.device, records.read.size
+        if m == 0:
+            return d.read_later(d.empty(1), 0)
+        table = np.empty(m, PAIR_RECORD)
+        for name in PAIR_RECORD.names:
+            table[name] = getattr(records, name)
+        hits = np.empty(loci.trace.size, PAIR_HIT)
+        for name in ("contig", "pos", "strand", "dist", "trace"):
+            hits[name] = getattr(loci, name)
+        hits["start"] = loci.pos + contig_offsets[loci.contig]
+        rescued = rescued or mapped  # no rescued loci: no row past the mapped ones
+        arguments = [d.to_device(table), d.to_device(np.asarray(xa_hit, np.uint32)), d.to_device(hits),
+                     np.uint32(loci.n_mapped), mapped.ops, mapped.count, np.uint32(mapped.width), rescued.ops,
+                     rescued.count, np.uint32(rescued.width), d.to_device(np.asarray(n_loci, np.uint32)),
+                     reads.names, reads.name_offset, reads.seqs, reads.seq_offset, reads.quals,
+                     np.uint32(reads.has_quals), self.genome.codes, *self.genome.letters, *self.contigs,
+                     self.complement, *self.tail]
+        passes = groups(m, 64), None, np.uint32(m)
+
+        def launch(write, out_offset, out, lengths) -> None:
+            d.launch(self.kernel, *passes, write, *arguments, out_offset, out, lengths)
+
+        return _two_passes(d, m, launch)
+
+
+def _two_passes(d: Device, n_records: int, launch, after_lengths=None) -> DeferredRead:
+    """The text of a record kernel's two passes: launch(write, out_offset, out, lengths) with
+    write 0 gives each record's length, with write 1 the records at the offsets those make;
+    after_lengths runs once the lengths are read. The text is read when asked for."""
+    lengths = d.empty(4 * n_records)
+    launch(np.uint32(0), d.to_device(np.zeros(1, np.uint32)), d.empty(1), lengths)
+    offsets = np.concatenate(([0], np.cumsum(d.read(lengths, np.uint32, n_records), dtype=np.int64)))
+    if after_lengths is not None:
+        after_lengths()
+    if offsets[-1] >= 2**32:
+        raise MemoryError("SAM text of one batch over 4 GiB; use a smaller --batch-size")
+    out = d.empty(int(offsets[-1]))
+    launch(np.uint32(1), d.to_device(offsets.astype(np.uint32)), out, lengths)
+    return d.read_later(out, int(offsets[-1]))

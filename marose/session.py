@@ -53,51 +53,114 @@ def open_session(loading: Future, device_spec: str | None, profile: bool, verbos
 def map_request(session: Session, args, open_output: OpenOutput, command_line: str, log) -> None:
     """Maps args.reads (map's options, checked) with the session: single-end from one file, or
     paired-end from two, or one with args.interleaved."""
-    from .cli import batch_sizes, default_batch_size
-    from .reads import BytesRead, read_batches
+    from .cli import default_batch_size
 
     setup_started = time.time()
-    if len(args.reads) == 2 or args.interleaved:
-        from .pair_driver import run_pairs
+    batches, bytes_read, layout = open_reads(args, lambda: default_batch_size(session.device))
+    map_reads(session, args, next(batches), batches, bytes_read, open_output, command_line, log, setup_started,
+              layout)
 
-        run_pairs(args, log, session, open_output, command_line)
-        return
+
+def open_reads(args, device_batch_size: Callable[[], int]) -> tuple[Iterator, object, object]:
+    """The batches of args.reads (map's options), how far the input has been read (for
+    progress.Progress) and their layout: pairs from two files or one with args.interleaved
+    (pair_driver.PairedEnd), else single reads (SingleEnd). device_batch_size is asked for when
+    the second batch is, once a device is open."""
+    from .cli import batch_sizes
+    from .reads import BytesRead, read_batches
+
+    if len(args.reads) == 2 or args.interleaved:
+        from .mates import read_pairs
+        from .pair_driver import PairedEnd
+
+        batches, progress = read_pairs(args.reads, args.interleaved,
+                                       batch_sizes(args.batch_size, lambda: max(1, device_batch_size() // 2)))
+        return batches, progress, PairedEnd(args)
     bytes_read = BytesRead()
-    batches = read_batches(args.reads[0], batch_sizes(args.batch_size, lambda: default_batch_size(session.device)),
-                           bytes_read)
-    map_reads(session, args, next(batches), batches, bytes_read, open_output, command_line, log, setup_started)
+    return read_batches(args.reads[0], batch_sizes(args.batch_size, device_batch_size), bytes_read), bytes_read, \
+        SingleEnd(args)
+
+
+class SingleEnd:
+    """The layout of single reads, as map_reads takes a layout: each read's records, formatted on
+    the device. A layout says what it maps (max_hits, unit, describe, explain_note), maps ahead
+    what it needs before the lanes start (start), gives a lane its work (work) and the batch's
+    reads (reads), counts what was mapped (done) and reports at the end (report)."""
+
+    unit = "reads"
+    explain_note = ""
+
+    def __init__(self, args):
+        self.args = args
+        self.max_hits = args.max_hits
+
+    def describe(self, k: int) -> str:
+        return ""
+
+    def start(self, mappers: list, batches: Iterator, log) -> tuple[list, Iterator]:
+        return [], batches
+
+    def reads(self, batch):
+        return batch
+
+    def work(self, mapper, contig_names: list[str], read_group_id: str | None) -> Callable:
+        """The work of a mapping lane: a batch's SAM records, formatted on the device and left
+        there for the writing thread to read back."""
+        from .sam_records import DeviceSamFormatter
+
+        formatter = DeviceSamFormatter(mapper.device, mapper.genome, contig_names, self.args.max_hits, read_group_id,
+                                       self.args.xa)
+
+        def work(batch):
+            hits, n_loci = mapper.map_batch(batch)
+            with mapper.stats.timing("format"):
+                return formatter.format(hits, n_loci)
+
+        return work
+
+    def done(self, mappers: list) -> int:
+        return sum(m.stats.reads for m in mappers)
+
+    def report(self, elapsed: float, log) -> None:
+        pass
 
 
 def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open_output: OpenOutput,
-              command_line: str, log, setup_started: float) -> None:
-    """Maps the single-end reads of first and batches (map's options in args) into the output
-    that open_output makes from the SAM header; the summary goes to log and, with args.stats,
-    the counts to that file."""
+              command_line: str, log, setup_started: float, layout=None) -> None:
+    """Maps the reads of first and batches (map's options in args) in their layout (default
+    SingleEnd) into the output that open_output makes from the SAM header; the summary goes to
+    log and, with args.stats, the counts to that file. bytes_read tells progress how far the
+    input has been read."""
     from . import __version__
     from .cli import explain, index_layout, mapping_lanes, summary, write_stats
     from .device import describe
     from .mapper import Mapper
     from .params import default_max_errors
     from .sam import kept_at_close, parse_read_group, sam_header
-    from .sam_records import DeviceSamFormatter
 
+    layout = layout or SingleEnd(args)
     device, index, on_device = session.device, session.index, session.on_device
     ref = index.reference
     rg_id = parse_read_group(args.read_group)[1] if args.read_group else None
     first_length = first.first_length()
     k = args.max_errors if args.max_errors is not None else default_max_errors(first_length)
     log(f"index {index.path} ({ref.total_length:,} bases, {index_layout(on_device)}); "
-        f"k={k}; device {describe(device.device)}")
-    mapper = Mapper(index, device, k, args.max_hits, text_on_device=True, on_device=on_device)
+        f"k={k}; device {describe(device.device)}{layout.describe(k)}")
+    mapper = Mapper(index, device, k, layout.max_hits, text_on_device=True, on_device=on_device)
     if args.explain:
-        print(explain(mapper, first_length), file=sys.stderr)
+        print(explain(mapper, first_length) + layout.explain_note, file=sys.stderr)
     header = sam_header(list(zip(ref.names, map(int, ref.lengths))), args.read_group, command_line, __version__)
     started = time.time()
     stats = mapper.stats
-    progress = Progress(log, sys.stderr if not args.quiet and sys.stderr.isatty() else None, bytes_read)
+    progress = Progress(log, sys.stderr if not args.quiet and sys.stderr.isatty() else None, bytes_read,
+                        unit=layout.unit)
     mappers = [mapper] + [mapper.on_lane(device.mapping_lane()) for _ in range(mapping_lanes(device, on_device) - 1)]
-    works = [_mapping_work(m, DeviceSamFormatter(m.device, m.genome, ref.names, args.max_hits, rg_id, args.xa))
-             for m in mappers]
+    try:
+        ahead, batches = layout.start(mappers, itertools.chain([first], batches), log)
+    except BaseException:
+        session.checked.result()  # a corrupted index is the error to report, whatever else failed
+        raise
+    works = [layout.work(m, ref.names, rg_id) for m in mappers]
     scratch = np.empty(0, np.uint8)  # the records of a batch read back, reused from batch to batch
 
     def write(batch, records) -> None:
@@ -106,13 +169,13 @@ def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open
             if scratch.size < records.nbytes:
                 scratch = np.empty(records.nbytes + records.nbytes // 4, np.uint8)
             out.write(records.into(scratch))
-        progress.update(sum(m.stats.reads for m in mappers))
+        progress.update(layout.done(mappers))
 
     if not kept_at_close(args.output):  # output that cannot be taken back waits for the check
         session.checked.result()
     with open_output(header) as out:
         try:
-            pipeline.run(_timed(itertools.chain([first], batches), stats, device), works, write)
+            pipeline.run(itertools.chain(ahead, _timed(batches, stats, device, layout)), works, write)
         finally:
             progress.clear()
             session.checked.result()  # a corrupted index is the error to report, whatever else failed
@@ -122,25 +185,14 @@ def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open
         stats.add(lane.stats)
     elapsed = time.time() - started
     summary(stats, elapsed, log)
+    layout.report(elapsed, log)
     if args.stats:
         write_stats(args.stats, stats, elapsed, started - setup_started, device)
 
 
-def _mapping_work(mapper, formatter):
-    """The work of a mapping lane: a batch's SAM records, formatted on the device and left there
-    for the writing thread to read back."""
-
-    def work(batch):
-        hits, n_loci = mapper.map_batch(batch)
-        with mapper.stats.timing("format"):
-            return formatter.format(hits, n_loci)
-
-    return work
-
-
-def _timed(batches, stats, device):
-    """The batches, each prepared for the device (its text's copy queued), with the time spent
-    reading, parsing and preparing them counted as 'parse'."""
+def _timed(batches, stats, device, layout):
+    """The batches, each prepared for the device (its reads' text's copy queued), with the time
+    spent reading, parsing and preparing them counted as 'parse'."""
     from .device_reads import queue_text_upload
 
     while True:
@@ -148,7 +200,7 @@ def _timed(batches, stats, device):
             batch = next(batches, None)
             if batch is not None:
                 batch.prepare()
-                queue_text_upload(device, batch)
+                queue_text_upload(device, layout.reads(batch))
         if batch is None:
             return
         yield batch
