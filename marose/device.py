@@ -254,6 +254,8 @@ class Device:
         total = sum(a.nbytes for a in arrays)
         if len(arrays) == 1 or not total:
             return self.to_device(arrays[0] if arrays else np.zeros(0, np.uint8))
+        if self.is_oclgrind:  # its uninitialized-value checker takes a buffer written in parts as unwritten
+            return self.to_device(np.concatenate([a.reshape(-1).view(np.uint8) for a in arrays]))
         buffer = self.empty(total)
         if self._is_staged(total):
             self._stager().write(_parts(buffer, arrays))

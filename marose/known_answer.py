@@ -24,6 +24,8 @@ MAX_HITS = 3
 REPEAT = "ACGTTGCAAGT"  # a tandem repeat
 REPEAT_COPIES = 300
 SMALL_CAPACITY = 256  # candidates a row may have to be sorted in local memory, in one filter check
+PAIR_INSERT = 2500  # the largest proper insert of the case's pairs (FR)
+RENAMED_PAIR = 17  # the pair whose second mate is named otherwise, in the check of the names
 
 
 class DeviceMiscomputes(MaroseError):
@@ -285,6 +287,61 @@ def check_sam_records(device, case: Case) -> bool:
     return np.array_equal(n_loci, device_loci)
 
 
+def _pair_batch(case: Case, renamed: int | None = None):
+    """The case's reads as pairs (reads 2 i and 2 i + 1, named p<i>/1 and p<i>/2; with renamed,
+    that pair's second mate q<i>/2), and a last pair whose second mate has more than K
+    substitutions but is found by mate rescue; one interleaved FASTQ batch, read as `marose map`
+    reads it."""
+    from .dna import decode, reverse_complement
+    from .mates import read_pairs
+
+    lines = case.fastq.decode().splitlines(keepends=True)
+    n = len(case.reads) // 2
+    text = []
+    for i in range(n):
+        for mate in (1, 2):
+            name = f"{'q' if i == renamed and mate == 2 else 'p'}{i}/{mate}"
+            text.append(f"@{name}\n" + "".join(lines[4 * (2 * i + mate - 1) + 1:4 * (2 * i + mate)]))
+    left = case.index.reference.codes  # its first contig, 'left', starts the genome
+    noisy = left[700:760].copy()
+    noisy[5::12] = (noisy[5::12] + 1) % 4  # five substitutions: K < 5 <= 2 K
+    for mate, read in ((1, left[400:460]), (2, reverse_complement(noisy))):
+        text.append(f"@rescued/{mate}\n{decode(read)}\n+\n{'I' * read.size}\n")
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "pairs.fq")
+        with open(path, "w") as handle:
+            handle.write("".join(text))
+        return next(read_pairs([path], True, iter([n + 1]))[0])
+
+
+def check_pair_records(device, case: Case) -> bool:
+    """Paired-end SAM text written on the device, with secondary records and with XA tags, and
+    with loci found by mate rescue; and the first pair whose mates' names differ."""
+    from .device_reads import to_device
+    from .mapper import Mapper
+    from .mates import first_differing_on_device, first_differing_pair
+    from .pair_driver import map_pairs, pair_batch, records_on_host
+    from .pairs import InsertSize
+    from .rescue import MateRescue
+    from .sam_records import DevicePairFormatter
+
+    names = case.index.reference.names
+    mapper = Mapper(case.index, device, K, None, text_on_device=True)
+    batch = _pair_batch(case)
+    mapped = map_pairs(mapper, batch)
+    insert = InsertSize(0, 1, PAIR_INSERT, PAIR_INSERT / 2, PAIR_INSERT / 8)
+    formatter = DevicePairFormatter(device, mapper.genome, names, "rg1")
+    for xa in (False, True):
+        paired = pair_batch(batch, mapped, insert, mapper.contig_offsets, MAX_HITS, xa, MateRescue(mapper, 2 * K))
+        got = formatter.format(mapped.hits.reads, mapped.n_loci, paired.records, paired.xa_hit, paired.loci,
+                               mapper.contig_offsets, mapped.hits.traced, paired.rescued)
+        if got.into().tobytes() != records_on_host(batch, mapped, paired, mapper, 2 * K, names, "rg1"):
+            return False
+    renamed = _pair_batch(case, renamed=RENAMED_PAIR)
+    found = first_differing_on_device(device, renamed, to_device(device, renamed.reads))
+    return found == first_differing_pair(renamed) == RENAMED_PAIR
+
+
 def check_bdz(device, case: Case) -> bool:
     from indexer import bdz, bdz_cl
     from indexer.build import _sort_patterns, keys_of, pattern_starts, seeds_of
@@ -312,6 +369,7 @@ MAP_CHECKS = [
     ("row_loci, merge_runs, row_counts, best_loci, place_loci (loci within k edits)", check_loci),
     ("traceback, alignment_text (CIGAR, NM, MD)", check_alignments),
     ("sam_records (SAM text)", check_sam_records),
+    ("mate_names, pair_records (paired-end SAM text)", check_pair_records),
 ]
 INDEX_CHECKS = [("bdz_build (the perfect hashes)", check_bdz)]
 

@@ -127,20 +127,26 @@ def _joined_mates(first: ReadBatch, second: ReadBatch, done: int) -> ReadBatch:
 
 def check_mate_names(device, pairs: PairBatch, reads) -> None:
     """Raises MaroseError, naming the first pair whose mates have different names (a trailing /1
-    or /2 aside), unless they all share one: checked on the device (cl/pair_records.cl), from
-    the batch's reads there (device_reads.PackedOnDevice)."""
+    or /2 aside), unless they all share one: checked on the device, from the batch's reads there
+    (device_reads.PackedOnDevice)."""
+    pair = first_differing_on_device(device, pairs, reads)
+    if pair is not None:
+        raise _differing_names(pairs, pair)
+
+
+def first_differing_on_device(device, pairs: PairBatch, reads) -> int | None:
+    """The first pair whose mates' names differ, or None, found on the device (cl/pair_records.cl)."""
     n = len(pairs)
     answer = device.to_device(np.array([NO_PAIR], np.uint32))
     device.launch(device.kernel(PLAIN, "mate_names"), groups(n, 64), None, np.uint32(n),
                   device.to_device(pairs.mate1.astype(np.uint32)), device.to_device(pairs.mate2.astype(np.uint32)),
                   reads.names, reads.name_offset, answer)
     pair = int(device.read(answer, np.uint32, 1)[0])
-    if pair != NO_PAIR:
-        raise _differing_names(pairs, pair)
+    return None if pair == NO_PAIR else pair
 
 
 def first_differing_pair(pairs: PairBatch) -> int | None:
-    """check_mate_names's answer on the host: the first pair whose mates' names differ, or None."""
+    """first_differing_on_device's numpy twin: the first pair whose mates' names differ, or None."""
     names = pairs.reads.names
     for i, (a, b) in enumerate(zip(pairs.mate1.tolist(), pairs.mate2.tolist())):
         if pair_name(names[a]) != pair_name(names[b]):

@@ -143,3 +143,25 @@ class PairedEnd:
         log(f"{total.pairs:,} pairs, {total.both_mapped:,} with both mates mapped, {total.proper:,} properly paired "
             f"({total.proper / max(total.pairs, 1):.2%}), {total.rescued:,} by mate rescue; "
             f"{total.pairs / max(elapsed, 1e-9):,.0f} pairs/s")
+
+
+def records_on_host(batch: PairBatch, mapped: MappedPairs, paired: PairedBatch, mapper, budget: int,
+                    contig_names: list[str], read_group_id: str | None) -> bytes:
+    """The SAM text DevicePairFormatter writes of a paired batch, written by its numpy twin
+    (sam.format_records) from the loci's strings (extend.alignment_text): mapper mapped the batch
+    and rescued with the edit budget."""
+    from .extend import alignment_text
+    from .mates import pair_name
+    from .sam import Hits, format_records
+
+    texts = [alignment_text(mapper.device, mapped.hits.traced, mapper.genome, mapper.k)]
+    if paired.rescued is not None:
+        texts.append(alignment_text(mapper.device, paired.rescued, mapper.genome, budget))
+    cigar, nm, md = ([x for part in texts for x in part[i]] for i in range(3))
+    loci = paired.loci
+    rows = loci.trace.tolist()
+    hits = Hits(loci.read, loci.strand, loci.contig, loci.pos, loci.dist, [cigar[r] for r in rows],
+                [md[r] for r in rows], np.asarray(nm, np.int64)[loci.trace], loci.end)
+    names = [pair_name(name) for name in batch.reads.names]
+    return format_records(batch.reads, names, hits, mapped.n_loci, paired.records, paired.xa_hit, contig_names,
+                          read_group_id)

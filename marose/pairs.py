@@ -29,6 +29,7 @@ Definitions (the README's "Paired-end reads" says them for users):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Sequence
 
 import numpy as np
@@ -167,11 +168,11 @@ class MateLoci:
     n_loci: np.ndarray  # loci of each pair's mate within k, as HN:i counts them
     rescued: np.ndarray = field(default=None)  # bool, loci found by mate rescue
 
-    @property
+    @cached_property
     def five(self) -> np.ndarray:
         return five_prime(self.strand, self.pos, self.end)
 
-    @property
+    @cached_property
     def rank(self) -> np.ndarray:
         return np.arange(self.hit.size) - self.first[self.pair]
 
@@ -222,7 +223,7 @@ def pair_mates(mate1: MateLoci, mate2: MateLoci, insert: InsertSize | None, geno
     a, b = proper_combinations(mate1, mate2, insert, genome_offsets)
     score = mate1.dist[a] + mate2.dist[b]
     pair = mate1.pair[a]
-    order = np.lexsort((mate2.rank[b], mate1.rank[a], score, pair))
+    order = _lexsort((mate2.rank[b], mate1.rank[a], score, pair))
     a, b, score, pair = a[order], b[order], score[order], pair[order]
     combos = np.bincount(pair, minlength=n)
     first = np.cumsum(combos) - combos
@@ -231,6 +232,20 @@ def pair_mates(mate1: MateLoci, mate2: MateLoci, insert: InsertSize | None, geno
     proper[has] = True
     pair_mapq[has] = primary_mapq(combos, combos, score, first)[has]
     return Pairing(primary1, primary2, proper, pair_mapq)
+
+
+def _lexsort(keys: tuple[np.ndarray, ...]) -> np.ndarray:
+    """np.lexsort of non-negative integer keys (the last the primary one): by one key made of
+    them all where it fits in 62 bits, which sorts the nearly sorted keys of combinations many
+    times faster."""
+    combined, scale = np.zeros(keys[0].size, np.int64), 1
+    for key in keys:
+        size = int(key.max(initial=0)) + 1
+        if scale * size >= 1 << 62:
+            return np.lexsort(keys)
+        combined += key * scale
+        scale *= size
+    return np.argsort(combined, kind="stable")
 
 
 def proper_combinations(mate1: MateLoci, mate2: MateLoci, insert: InsertSize,
@@ -288,13 +303,30 @@ def pair_records(batch: PairBatch, mate1: MateLoci, mate2: MateLoci, pairing: Pa
     pair_of = np.empty(len(batch.reads), np.int64)
     pair_of[batch.mate1] = pair_of[batch.mate2] = np.arange(len(batch))
     # each pair's mate-1 records, then its mate-2 records, each mate's in order
-    order = np.argsort(np.concatenate([2 * pair_of[records1.read], 2 * pair_of[records2.read] + 1]), kind="stable")
-    records = Records(*(np.concatenate([getattr(records1, f), getattr(records2, f)])[order]
-                        for f in Records.__dataclass_fields__))
+    pair1, pair2 = pair_of[records1.read], pair_of[records2.read]
+    count1, count2 = np.bincount(pair1, minlength=len(batch)), np.bincount(pair2, minlength=len(batch))
+    base = np.cumsum(count1 + count2) - count1 - count2
+    at = np.concatenate([base[pair1] + _rank_in_run(pair1), base[pair2] + count1[pair2] + _rank_in_run(pair2)])
+    records = Records(*(_placed(at, getattr(records1, f), getattr(records2, f)) for f in Records.__dataclass_fields__))
     both = (pairing.primary1 >= 0) & (pairing.primary2 >= 0)
     rescued = (_at(mate1.rescued, pairing.primary1, 0) == 1) | (_at(mate2.rescued, pairing.primary2, 0) == 1)
     counts = PairCounts(len(batch), int(pairing.proper.sum()), int(both.sum()), int(rescued.sum()))
     return records, np.concatenate([xa1, xa2]), counts
+
+
+def _rank_in_run(values: np.ndarray) -> np.ndarray:
+    """Each element's place in its run of equal values."""
+    if not values.size:
+        return values
+    starts = np.flatnonzero(np.concatenate(([True], values[1:] != values[:-1])))
+    return np.arange(values.size) - np.repeat(starts, np.diff(np.append(starts, values.size)))
+
+
+def _placed(at: np.ndarray, *parts: np.ndarray) -> np.ndarray:
+    """The parts' elements end to end, each moved to its place in at."""
+    out = np.empty(at.size, np.int64)
+    out[at] = np.concatenate(parts)
+    return out
 
 
 def _mate_records(own: MateLoci, primary: np.ndarray, other: MateLoci, other_primary: np.ndarray, bit: int,
@@ -316,9 +348,11 @@ def _mate_records(own: MateLoci, primary: np.ndarray, other: MateLoci, other_pri
     mapq = mate_mapq(own, primary, pairing)
 
     # each pair's loci, primary first, then the rest in order
-    demoted = np.arange(own.hit.size) != primary[own.pair]
-    order = np.lexsort((np.arange(own.hit.size), demoted, own.pair))
-    rank = np.arange(order.size) - own.first[own.pair[order]]
+    index = np.arange(own.hit.size)
+    lead = primary[own.pair]
+    place = np.where(index == lead, 0, index - own.first[own.pair] + (index < lead))
+    order = _placed(own.first[own.pair] + place, index)
+    rank = place[order]
     cap = 1 if xa else max_hits
     kept = order[rank < cap]
     first_record = rank[rank < cap] == 0

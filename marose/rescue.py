@@ -87,8 +87,9 @@ class MateRescue:
         within = np.arange(int(per_task.sum())) - np.repeat(np.cumsum(per_task) - per_task, per_task)
         starts = np.minimum(np.repeat(tasks.first, per_task) + kb + within * (kb + 1),
                             np.repeat(tasks.limit, per_task) - 1)
-        keys = np.unique((row.astype(np.uint64) << np.uint64(32)) | starts.astype(np.uint64))  # by row, then start
-        row, starts = (keys >> np.uint64(32)).astype(np.int64), keys & np.uint64(0xFFFFFFFF)
+        # ascending by row, then start: only the clamp to the contig's end repeats a start
+        once = np.flatnonzero(np.diff(row * (1 << 32) + starts, prepend=-1) != 0)
+        row, starts = row[once], starts[once]
         count = np.bincount(row, minlength=2 * n).astype(np.uint32)
         offsets = np.concatenate(([0], np.cumsum(count))).astype(np.uint32)
         candidates = extend_candidates(device, starts.astype(np.uint32), offsets, count)
@@ -163,7 +164,10 @@ def _proper_with_anchor(found: BatchLoci, tasks: RescueTasks, anchors: MateLoci,
     pair = tasks.pair[task]
     span = int(genome_offsets[-1]) + 1
     key = (pair * 2 + found.strand) * span + genome_offsets[found.contig] + found.end
-    own_key = (target.pair * 2 + target.strand) * span + genome_offsets[target.contig] + target.end
+    searched = np.zeros(target.count.size, bool)
+    searched[pair] = True
+    own = np.flatnonzero(searched[target.pair])
+    own_key = (target.pair[own] * 2 + target.strand[own]) * span + genome_offsets[target.contig[own]] + target.end[own]
     proper = ((found.contig == anchors.contig[anchor]) & (kinds == insert.orientation) & (size >= insert.low)
               & (size <= insert.high) & ~np.isin(key, own_key))
     keep = np.flatnonzero(proper)
@@ -176,17 +180,23 @@ def _proper_with_anchor(found: BatchLoci, tasks: RescueTasks, anchors: MateLoci,
 
 def _with_rescued(mate: MateLoci, found: BatchLoci, pair: np.ndarray, first_hit: int,
                   genome_offsets: np.ndarray) -> MateLoci:
-    """mate's loci with the rescued ones (loci first_hit.. of the joined BatchLoci) after each pair's own."""
+    """mate's loci with the rescued ones (loci first_hit.. of the joined BatchLoci, of the pairs
+    pair) after each pair's own, by distance, strand and position."""
     m = found.read.size
-    joined = MateLoci(np.concatenate([mate.hit, first_hit + np.arange(m)]), np.concatenate([mate.pair, pair]),
-                      np.concatenate([mate.strand, found.strand]), np.concatenate([mate.contig, found.contig]),
-                      np.concatenate([mate.pos, found.pos]), np.concatenate([mate.end, found.end]),
-                      np.concatenate([mate.dist, found.dist]), mate.count, mate.first, mate.n_loci,
-                      np.concatenate([mate.rescued, np.ones(m, bool)]))
-    own_order = np.concatenate([np.arange(mate.hit.size), np.full(m, mate.hit.size)])
-    order = np.lexsort((genome_offsets[joined.contig] + joined.end, joined.strand, joined.dist, own_order,
-                        joined.rescued, joined.pair))
-    picked = {f: getattr(joined, f)[order] for f in ("hit", "pair", "strand", "contig", "pos", "end", "dist",
-                                                       "rescued")}
-    count = np.bincount(picked["pair"], minlength=mate.count.size)
-    return MateLoci(count=count, first=np.cumsum(count) - count, n_loci=mate.n_loci, **picked)
+    order = np.lexsort((genome_offsets[found.contig] + found.end, found.strand, found.dist, pair))
+    pair = pair[order]
+    # each own locus moves past the rescued ones of earlier pairs, each rescued one past the own
+    # loci of its pair and those before
+    own_at = np.arange(mate.hit.size) + np.searchsorted(pair, mate.pair, "left")
+    found_at = np.arange(m) + np.searchsorted(mate.pair, pair, "right")
+    rescued = np.ones(mate.hit.size + m, bool)
+    rescued[own_at] = mate.rescued
+    columns = {"hit": (mate.hit, first_hit + order), "pair": (mate.pair, pair)}
+    columns.update({f: (getattr(mate, f), getattr(found, f)[order])
+                    for f in ("strand", "contig", "pos", "end", "dist")})
+    merged = {}
+    for name, (own, extra) in columns.items():
+        merged[name] = np.empty(own.size + m, np.int64)
+        merged[name][own_at], merged[name][found_at] = own, extra
+    count = np.bincount(merged["pair"], minlength=mate.count.size)
+    return MateLoci(count=count, first=np.cumsum(count) - count, n_loci=mate.n_loci, rescued=rescued, **merged)

@@ -63,6 +63,13 @@ def test_a_wrong_alignment_kernel_is_named(device, monkeypatch):
     assert any("row_loci" in kernels for kernels in wrong)
 
 
+@pytest.mark.parametrize("old, new", [('"\\tXR:i:1"', '"\\tXR:i:2"'), ("same = one[j] == two[j];", "same = true;")])
+def test_a_wrong_paired_end_kernel_is_named(device, monkeypatch, old, new):
+    break_kernel(monkeypatch, "pair_records.cl", old, new)
+    wrong = known_answer.run(device_module.Device(), "map")
+    assert wrong == ["mate_names, pair_records (paired-end SAM text)"]
+
+
 def test_a_wrong_hash_kernel_stops_the_index_build(tmp_path, monkeypatch, capsys, fresh_cache):
     break_kernel(monkeypatch, "bdz.cl", "for (uint J = 0;", "for (uint J = 1;")
     fasta = tmp_path / "lambda.fa.gz"

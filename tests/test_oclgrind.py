@@ -67,6 +67,39 @@ def test_all_kernels_are_clean_under_oclgrind(tmp_path):
     assert [(m[0], m[2], m[3], m[5]) for m in primary[5:]] == [("r5", "a", "201", "90M"), ("r6", "d", "221", "80M")]
 
 
+def test_paired_end_kernels_are_clean_under_oclgrind(tmp_path):
+    """mate_names and pair_records, and mate rescue's alignments, on pairs that are proper, have a
+    mate found by rescue only, a mate at two loci and an unmapped mate (the index is built on
+    the CPU device)."""
+    from marose.dna import decode, encode, reverse_complement
+
+    rng = np.random.default_rng(9)
+    genome = random_dna(rng, 1200)
+    fasta = write_fasta(tmp_path / "g.fa", {"a": genome, "b": random_dna(rng, 200) + genome[100:150]})
+
+    def rc(seq: str) -> str:
+        return decode(reverse_complement(encode(seq)))
+
+    noisy = genome[800:850].replace("A", "C", 3)  # 3 substitutions: beyond k, within the rescue's 2k
+    mates = [(genome[100:150], rc(genome[350:400])), (genome[500:550], rc(noisy)),
+             (random_dna(rng, 50), genome[200:250])]
+    for mate in (1, 2):
+        (tmp_path / f"r{mate}.fq").write_text("".join(f"@p{i}/{mate}\n{m[mate - 1]}\n+\n{'I' * 50}\n"
+                                                       for i, m in enumerate(mates)))
+    env = dict(os.environ, OCLGRIND_DATA_RACES="1", OCLGRIND_UNINITIALIZED="1", PYTHONPATH=ROOT)
+    assert subprocess.run([sys.executable, "-m", "indexer.cli", fasta, "--mask", "##-##", "--ln", "4", "-q"],
+                          env=env, cwd=tmp_path, timeout=600).returncode == 0
+    result = subprocess.run([sys.executable, "-m", "marose.cli", "map", "-x", fasta, "r1.fq", "r2.fq", "-k", "2",
+                             "-I", "300,30", "--device", "Oclgrind", "-q", "-o", "out.sam"],
+                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert not any(p in result.stderr.lower() for p in PROBLEMS), result.stderr
+    records = [line.split("\t") for line in open(tmp_path / "out.sam") if not line.startswith("@")]
+    flags = [int(r[1]) for r in records]
+    assert any(f & 2 for f in flags) and any(f & 256 for f in flags) and any(f & 4 for f in flags)
+    assert any("XR:i:1" in r[-1] for r in records)
+
+
 def test_prefilter_kernel_is_clean_under_oclgrind(tmp_path):
     """prefix_rejects_windows (the test kernel of row_loci's pre-alignment filter), on windows
     cut at both ends of a genome."""

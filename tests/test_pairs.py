@@ -447,3 +447,80 @@ def test_too_few_unique_pairs_leave_every_pair_improper_with_a_warning(lambda_pa
     assert "no insert size is learned" in capsys.readouterr().err
     flags = [int(line.split("\t")[1]) for line in open(out) if not line.startswith("@")]
     assert len(flags) >= 8 and not any(f & 2 for f in flags) and all(f & 1 for f in flags)
+
+
+def device_pair_text(index_path, reads, device, max_hits, xa, read_group, budget=2 * K):
+    """The paired records of the reads (one batch, interleaved) written on the device and by the
+    host twin."""
+    from indexer import store
+    from marose.mapper import Mapper
+    from marose.mates import read_pairs
+    from marose.pair_driver import map_pairs, pair_batch, records_on_host
+    from marose.rescue import MateRescue
+    from marose.sam_records import DevicePairFormatter
+
+    index = store.load(index_path)
+    names = index.reference.names
+    mapper = Mapper(index, device, K, None, text_on_device=True)
+    batch = next(read_pairs([str(reads)], True, iter([1000]))[0])
+    mapped = map_pairs(mapper, batch)
+    paired = pair_batch(batch, mapped, pairs.given_insert("300,30"), mapper.contig_offsets, max_hits, xa,
+                        MateRescue(mapper, budget))
+    formatter = DevicePairFormatter(device, mapper.genome, names, read_group)
+    got = formatter.format(mapped.hits.reads, mapped.n_loci, paired.records, paired.xa_hit, paired.loci,
+                           mapper.contig_offsets, mapped.hits.traced, paired.rescued).into().tobytes()
+    return got, records_on_host(batch, mapped, paired, mapper, budget, names, read_group)
+
+
+@pytest.mark.parametrize("fastq", [True, False])
+@pytest.mark.parametrize("max_hits, xa, read_group", [(100, False, None), (2, False, "g1"), (100, True, None),
+                                                     (3, True, "g1")])
+def test_device_pair_records_equal_their_numpy_twin(lambda_pairs, tmp_path, device, fastq, max_hits, xa, read_group):
+    fasta, index, ref, first, second = lambda_pairs[:5]
+    suffix = "fq" if fastq else "fa"
+    with open(tmp_path / f"both.{suffix}", "w") as out:
+        for i, (a, b) in enumerate(zip(first, second)):
+            for mate, read in ((1, a), (2, b)):
+                seq = decode(read)
+                out.write(f"@p{i}/{mate}\n{seq}\n+\n{'I' * len(seq)}\n" if fastq else f">p{i}/{mate} x\n{seq}\n")
+    got, want = device_pair_text(index, tmp_path / f"both.{suffix}", device, max_hits, xa, read_group)
+    assert got == want
+    records = [line.split("\t") for line in want.decode().splitlines()]
+    flags = [int(r[1]) for r in records]
+    assert any(f & 256 for f in flags) != xa and any(f & 4 for f in flags) and any(f & 16 for f in flags)
+    assert any("XR:i:1" in r for r in records) and any(int(r[8]) < 0 for r in records)
+    assert any("MC:Z:*" in r for r in records) and ("XA:Z:" in want.decode()) == xa
+
+
+@pytest.mark.parametrize("name1, name2, same", [("a/1", "a/2", True), ("a", "a", True), ("a/2", "a/1", True),
+                                                ("/1", "/2", True), ("a/1", "a/3", False), ("a1", "a2", False),
+                                                ("ab/1", "a/2", False), ("a/1", "b/1", False), ("a/1", "a", True)])
+def test_mates_names_are_matched_on_the_device_as_on_the_host(tmp_path, device, name1, name2, same):
+    from marose.device_reads import to_device
+    from marose.mates import check_mate_names, first_differing_pair, read_pairs
+    from marose.errors import MaroseError
+
+    names = [("p0/1", "p0/2"), ("q/1", "q/2"), (name1, name2), ("r", "r"), (name1 + "x", name2 + "y")]
+    path = write_text(tmp_path / "both.fq", "".join(RECORD.format(n) for pair in names for n in pair))
+    batch = next(read_pairs([path], True, iter([10]))[0])
+    expected = first_differing_pair(batch)
+    assert expected == (4 if same else 2)
+    with pytest.raises(MaroseError, match=f"pair {expected + 1} has mates named"):
+        check_mate_names(device, batch, to_device(device, batch.reads))
+
+
+def test_paired_progress_counts_pairs_and_stats_give_the_setup(lambda_pairs, tmp_path, capsys, monkeypatch):
+    import json
+
+    from marose import progress
+
+    fasta, index, ref, first, second, fq1, fq2 = lambda_pairs
+    monkeypatch.setattr(progress, "LINE_SECONDS", 0.0)
+    out, stats = tmp_path / "out.sam", tmp_path / "stats.json"
+    assert cli.main(["map", "-x", index, fq1, fq2, "-o", str(out), "-k", str(K), "--batch-size", "40",
+                     "--stats", str(stats)]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert any(re.fullmatch(r"\[marose\] (40|80|120) pairs, [\d,]+ pairs/s", line) for line in lines), lines
+    assert any(re.search(r"120 pairs, .* properly paired", line) for line in lines)
+    seconds = json.load(open(stats))["seconds"]
+    assert 0 < seconds["setup"] and 0 < seconds["format"] < seconds["total"]
