@@ -3,7 +3,7 @@
 
     scripts/bench_pairs.py [--genome ecoli|athal_chr1|arabidopsis_3sp|PATH] [--pairs N] [--length L]
                            [--threads T] [--device SPEC] [--peers-from DIR] [--tools marose,bwa]
-                           [--append BENCHMARKS.md]
+                           [--stats] [--append BENCHMARKS.md]
 
 Mason (seqan-apps) simulates N pairs of L bp reads (insert 300 +- 30, FR, the Illumina error
 model of scripts/bench_reads.py) from the genome; the pairs are kept whole, whatever their
@@ -13,6 +13,10 @@ the whole process, index loading included):
 
     marose map -x GENOME.marose r1.fq r2.fq -k K -t T        (K = 5% of L, rounded down: scripts/bench's illumina sets' k)
     bwa mem -t T GENOME r1.fq r2.fq
+
+With --stats, marose maps the pairs a third time (untimed) with `--stats`, and the seconds of
+each stage (wall and CPU: setup, parse, encode, filter, extend, format, write) and of the
+slowest kernels are printed and kept in bench/pairs/<set>/marose_stats.json.
 
 CPU s is user + system seconds (GNU time), less disturbed than wall time by other work on a
 shared machine. Scores, from each SAM: pairs/s; properly paired % (samtools flagstat, through pysam); and per
@@ -130,6 +134,8 @@ def main() -> None:
     ap.add_argument("--peers-from")
     ap.add_argument("--tools", default="marose,bwa")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--stats", action="store_true", help="map once more with marose --stats and print where the "
+                                                         "time went")
     ap.add_argument("--append", help="add the section to this file")
     args = ap.parse_args()
 
@@ -157,6 +163,8 @@ def main() -> None:
         timed = runner.run(map_steps, log)
         if not (warm.ok and timed.ok):
             raise SystemExit(f"{tool}: mapping failed; see {log}")
+        if tool == "marose" and args.stats:
+            print(stage_seconds(runner, map_steps[0], os.path.join(work, "marose_stats.json"), log), file=sys.stderr)
         scores = score(out_sam, origin, k + 5)
         rows.append((tool, timed, scores))
         print(f"{tool}: {args.pairs / timed.wall:,.0f} pairs/s ({timed.wall:.1f} s), "
@@ -166,6 +174,23 @@ def main() -> None:
     if args.append:
         with open(args.append, "a") as out:
             out.write("\n" + text)
+
+
+def stage_seconds(runner: Runner, step: Step, path: str, log: str) -> str:
+    """marose's step run again with --stats into path: its seconds by stage and its slowest kernels."""
+    import json
+
+    if not runner.run([Step(step.argv + ["--stats", path])], log).ok:
+        raise SystemExit(f"marose --stats failed; see {log}")
+    with open(path) as handle:
+        stats = json.load(handle)
+
+    def listed(seconds: dict) -> str:
+        return ", ".join(f"{name} {value:.2f}" for name, value in seconds.items() if value >= 0.005)
+
+    kernels = sorted(stats["kernel_seconds"].items(), key=lambda item: -item[1])[:8]
+    return (f"marose --stats: seconds {listed(stats['seconds'])}\n  CPU seconds {listed(stats['cpu_seconds'])}\n"
+            f"  kernels {listed(dict(kernels))}")
 
 
 def table(args, genome: str, rows: list, k: int) -> str:

@@ -524,3 +524,19 @@ def test_paired_progress_counts_pairs_and_stats_give_the_setup(lambda_pairs, tmp
     assert any(re.search(r"120 pairs, .* properly paired", line) for line in lines)
     seconds = json.load(open(stats))["seconds"]
     assert 0 < seconds["setup"] and 0 < seconds["format"] < seconds["total"]
+
+
+def test_two_fasta_files_map_as_their_fastq(lambda_pairs, tmp_path):
+    fasta, index, ref, first, second, fq1, fq2 = lambda_pairs
+    files = []
+    for mate, reads in ((1, first), (2, second)):
+        files.append(write_text(tmp_path / f"r{mate}.fa", "".join(f">p{i}/{mate}\n{decode(r)}\n"
+                                                                  for i, r in enumerate(reads))))
+    fa, fq = tmp_path / "fa.sam", tmp_path / "fq.sam"
+    assert run_map("-x", index, *files, "-o", fa, "-k", K) == 0
+    assert run_map("-x", index, fq1, fq2, "-o", fq, "-k", K) == 0
+    body = [[line.split("\t") for line in open(path) if not line.startswith("@")] for path in (fa, fq)]
+    assert [r[:10] + r[11:] for r in body[0]] == [r[:10] + r[11:] for r in body[1]]
+    assert {r[10] for r in body[0]} == {"*"}
+    mixed = run_map("-x", index, files[0], fq2, "-o", tmp_path / "mixed.sam", "-k", K)
+    assert mixed == 1 and not (tmp_path / "mixed.sam").exists()
