@@ -41,23 +41,23 @@ def run_pairs(args, log, session, open_output, command_line: str) -> None:
         f"({counts.proper / max(counts.pairs, 1):.2%}), {counts.rescued:,} by mate rescue; "
         f"{counts.pairs / max(elapsed, 1e-9):,.0f} pairs/s")
     if args.stats:
-        write_stats(args.stats, stats, elapsed, 0.0, device)
+        write_stats(args.stats, stats, elapsed, 0.0, [copy.device for copy in session.copies])
 
 
 def _mapper(args, session, first, log):
     """The Mapper of a paired run, which keeps every locus of each mate (the primary pair is
     chosen among them all), and the rescue budget."""
     from .cli import explain, index_layout
-    from .device import describe
     from .mapper import Mapper
     from .params import default_max_errors
+    from .session import describe_devices
 
     index, device = session.index, session.device
     ref = index.reference
     k = args.max_errors if args.max_errors is not None else default_max_errors(first.first_length())
     budget = 2 * k if args.rescue_errors is None else args.rescue_errors
     log(f"index {index.path} ({ref.total_length:,} bases, {index_layout(session.on_device)}); k={k}; "
-        f"device {describe(device.device)}; paired-end, mate rescue "
+        f"{describe_devices(session)}; paired-end, mate rescue "
         + (f"within {budget} edits" if budget else "off"))
     mapper = Mapper(index, device, k, None, on_device=session.on_device)
     if args.explain:
@@ -81,15 +81,13 @@ def _write(args, session, mapper, insert: InsertSize | None, budget: int, source
     """Maps (where not mapped ahead), pairs and writes every (batch, mapped or None) of source in
     the mapping lanes into the output that open_output makes from the header; returns the lanes'
     mappers and the pairs' counts."""
-    from .cli import mapping_lanes
     from .progress import LINE_SECONDS
     from .sam import kept_at_close, parse_read_group, sam_header
+    from .session import lane_mappers
 
     ref = session.index.reference
     rg_id = parse_read_group(args.read_group)[1] if args.read_group else None
-    device = mapper.device
-    mappers = [mapper] + [mapper.on_lane(device.mapping_lane())
-                          for _ in range(mapping_lanes(device, mapper.on_device) - 1)]
+    mappers = lane_mappers(session, mapper)
     counts = [PairCounts() for _ in mappers]
 
     def lane_work(lane: int):
