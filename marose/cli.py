@@ -21,7 +21,12 @@ GPU_BATCH = 100_000
 CPU_BATCH = 25_000  # a CPU device maps a batch while the next is read and the last written
 FIRST_BATCH = CPU_BATCH  # read before the device is known
 DEFAULT_MAX_HITS = 100
+CHUNK_READS = 100_000  # reads of a chunk that a Dask worker maps (marose/cluster.py)
 MAPPING_LANES = 2  # threads that map batches on a GPU (mapping_lanes)
+DEVICES_HELP = ("OpenCL device, as 'P:D' (see `marose devices`) or part of its name; several, comma-separated "
+                "(0:0,0:1), each holding a copy of the index and mapping its share of the batches; or 'all', every "
+                "device of the default device's platform and kind; PYOPENCL_CTX is honoured; default: every GPU "
+                "of the platform, else the CPU device")
 MAX_DEVICE_MEMORY_HELP = ("device memory the index's tables may take, e.g. 20G (default 60%% of the device's); a "
                           "larger index is cut into seed ranges, uploaded in turn for each batch, and each lookup "
                           "still goes to one of them")
@@ -57,8 +62,7 @@ def _map_parser(sub) -> None:
                    help="paired-end: edits allowed to a mate found by mate rescue, searched for near its partner "
                         "when the pair has no proper pair (default 2k; 0: no rescue)")
     p.add_argument("-R", "--read-group", help="read group header line, e.g. '@RG\\tID:run1\\tSM:sample1'")
-    p.add_argument("--device", help="OpenCL device, as 'P:D' (see `marose devices`) or part of its name; "
-                                    "PYOPENCL_CTX is honoured; default: a GPU if there is one")
+    p.add_argument("--device", help=DEVICES_HELP)
     p.add_argument("--max-device-memory", metavar="SIZE", help=MAX_DEVICE_MEMORY_HELP)
     p.add_argument("-t", "--threads", type=int, help="CPU threads for the CPU OpenCL runtime and BAM "
                                                      "compression (default: all)")
@@ -71,6 +75,12 @@ def _map_parser(sub) -> None:
     p.add_argument("--server", metavar="PATH",
                    help="map through the `marose serve` listening on the socket PATH, whose index stays on its "
                         "device between runs (-x, if given, must name the served index; --device is refused)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="map on the workers of the Dask scheduler at ADDRESS (tcp://HOST:8786; needs "
+                        "`pip install 'marose[dask]'`): the reads go to them in chunks of --batch-size reads "
+                        f"(default {CHUNK_READS:,}), each worker keeping the index on its devices (--device, "
+                        "--max-device-memory and -t apply there) between chunks; the index must be at the same "
+                        "path on every worker. Single-end reads")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="print the OpenCL compiler's messages for each kernel program built")
@@ -92,8 +102,7 @@ def _serve_parser(sub) -> None:
                                                     "to stop); default: see above")
     p.add_argument("--stop", action="store_true", help="stop the server listening on the socket, and wait until "
                                                        "it has removed it")
-    p.add_argument("--device", help="OpenCL device, as 'P:D' (see `marose devices`) or part of its name; "
-                                    "PYOPENCL_CTX is honoured; default: a GPU if there is one")
+    p.add_argument("--device", help=DEVICES_HELP)
     p.add_argument("--max-device-memory", metavar="SIZE", help=MAX_DEVICE_MEMORY_HELP)
     p.add_argument("-t", "--threads", type=int, help="CPU threads for the CPU OpenCL runtime (default: all)")
     p.add_argument("-q", "--quiet", action="store_true", help="no messages but errors")
@@ -296,19 +305,24 @@ def _in_background(function, *args) -> Future:
     return future
 
 
-def write_stats(path: str, stats, elapsed: float, setup: float, device) -> None:
+def write_stats(path: str, stats, elapsed: float, setup: float, devices: list, where: str | None = None) -> None:
     """Counts and seconds as JSON: total is the mapping (kernels are built, or taken from the
-    cache, at first use within it), setup what came before it (imports, index load, device,
-    index upload)."""
+    cache, at first use within it), setup what came before it (imports, index load, devices,
+    index upload); kernel seconds summed over the devices. where: what mapped, when not devices
+    of this process (their names)."""
     import json
 
+    kernel_seconds: dict[str, float] = {}
+    for device in devices:
+        for name, seconds in device.collect_profile().items():
+            kernel_seconds[name] = kernel_seconds.get(name, 0.0) + seconds
     record = {"reads": stats.reads, "mapped": stats.mapped, "unique": stats.unique, "loci": stats.loci,
               "candidates": stats.candidates, "aligned": stats.aligned, "lookups": stats.lookups,
               "cells": stats.cells,
               "too_short": stats.too_short, "too_many_n": stats.too_many_n,
               "seconds": {"total": elapsed, "setup": setup, **stats.seconds}, "cpu_seconds": stats.cpu_seconds,
-              "kernel_seconds": device.collect_profile(),
-              "device": device.device.name.strip()}
+              "kernel_seconds": kernel_seconds,
+              "device": where or ", ".join(device.device.name.strip() for device in devices)}
     with open(path, "w") as handle:
         json.dump(record, handle, indent=1)
 
@@ -385,6 +399,10 @@ def main(argv=None, exit_when_done: bool = False) -> int:
         from .serve import run_serve
 
         return run_command("marose", lambda log: run_serve(args, log), args.quiet, "the server stopped")
+    if args.scheduler:
+        from .cluster import map_on_cluster
+
+        return run_command("marose", lambda log: map_on_cluster(args, log), args.quiet, "no output written")
     if args.server:
         from .serve_client import map_through_server
 

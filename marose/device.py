@@ -96,6 +96,31 @@ def choose_device(spec: str | None = None):
     return (gpus or real)[0]
 
 
+def choose_devices(spec: str | None = None) -> list[str]:
+    """The devices to map on, as 'P:D': for spec 'all', every device of the default device's
+    platform and kind (Oclgrind aside); for a comma-separated list, each device it names (as
+    choose_device reads a spec); for one spec or PYOPENCL_CTX, that device; by default, every
+    GPU of the platform of the GPU choose_device prefers, or else the one device it chooses."""
+    spec = spec or os.environ.get("PYOPENCL_CTX")
+    if spec and spec.strip().lower() != "all":
+        chosen = [_numbered(choose_device(part.strip())) for part in spec.split(",")]
+        twice = sorted({number for number in chosen if chosen.count(number) > 1})
+        if twice:
+            raise MaroseError(f"--device {spec}: device {', '.join(twice)} is named more than once")
+        return chosen
+    first = choose_device(None)
+    if not spec and not first.type & _cl().device_type.GPU:
+        return [_numbered(first)]
+    return [f"{p}:{d}" for p, d, device in all_devices()
+            if device.platform == first.platform and device.type == first.type and not is_oclgrind(device)] \
+        or [_numbered(first)]
+
+
+def _numbered(device) -> str:
+    """A device's 'P:D' (all_devices' numbers)."""
+    return next(f"{p}:{d}" for p, d, found in all_devices() if found == device)
+
+
 class Device:
     """A context and in-order queue on one device, with built programs cached by (files, defines)."""
 
@@ -445,14 +470,18 @@ def _at_least_one(array: np.ndarray) -> np.ndarray:
     return data if data.nbytes else np.zeros(1, dtype=data.dtype)
 
 
+# held by the build that holds file descriptor 2: the lanes of several devices build at once
+_STDERR_HELD = threading.Lock()
+
+
 @contextlib.contextmanager
 def _compiler_output():
     """Holds what the OpenCL runtime's compiler prints on the process's stderr (file
     descriptor 2: PoCL's clang writes "1 warning generated." there) while a program builds;
     yields a function that returns it. Other threads' messages in that time are held too, and
     written out afterwards when they are not the compiler's."""
-    sys.stderr.flush()
-    with tempfile.TemporaryFile() as held:
+    with _STDERR_HELD, tempfile.TemporaryFile() as held:
+        sys.stderr.flush()
         saved = os.dup(2)
         os.dup2(held.fileno(), 2)
         text: list[str] = []

@@ -102,6 +102,13 @@ class Mapper:
         lane.device, lane.filters, lane.stats = device, {}, Stats()
         return lane
 
+    def on_copy(self, on_device: lookup.DeviceIndex) -> "Mapper":
+        """A Mapper for another thread that maps on another device, which holds a copy of the
+        index (on_device): the filter choices are shared; the filters and the stats are its own."""
+        other = self.on_lane(on_device.device)
+        other.on_device, other.genome, other.contig_start = on_device, on_device.genome, on_device.contig_start
+        return other
+
     def choice(self, read_length: int) -> Choice:
         """Filter parameters for a read length, chosen once.
 

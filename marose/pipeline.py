@@ -62,13 +62,13 @@ def _drain(q: queue.Queue, consume: Callable, stop: threading.Event, failure: li
 def run(batches: Iterator, work: Callable | Sequence[Callable], consume: Callable, depth: int = 2) -> None:
     """consume(batch, work(batch)) for every batch, in order. work may be a list of lanes: the
     i-th batch then goes to work[i % len(work)], each lane in a thread of its own, taking its
-    batches one at a time."""
+    batches one at a time; up to depth batches, and at least one a lane, wait to be written."""
     lanes = list(work) if isinstance(work, Sequence) else [work]
     threads = [ThreadPoolExecutor(1, thread_name_prefix=f"marose-lane{i}") for i in range(len(lanes))] \
         if len(lanes) > 1 else []
     stop = threading.Event()
     inbox: queue.Queue = queue.Queue(depth)
-    outbox: queue.Queue = queue.Queue(depth)
+    outbox: queue.Queue = queue.Queue(max(depth, len(lanes)))
     failure: list = []
     reader = threading.Thread(target=_feed, args=(batches, inbox, stop), daemon=True)
     writer = threading.Thread(target=_drain, args=(outbox, consume, stop, failure), daemon=True)

@@ -63,8 +63,7 @@ def run_serve(args, log) -> None:
     from indexer import store
 
     from .cli import _in_background, device_memory, find_index, index_layout, use_cpu_threads
-    from .device import describe
-    from .session import open_session
+    from .session import describe_devices, open_session
 
     index_path = os.path.abspath(find_index(args.index))
     path = socket_path(args, True)
@@ -77,7 +76,7 @@ def run_serve(args, log) -> None:
     warm_up(session)
     ref = session.index.reference
     log(f"index {index_path} ({ref.total_length:,} bases, {index_layout(session.on_device)}) on "
-        f"{describe(session.device.device)}; kernels built in {time.time() - started:.1f} s")
+        f"{describe_devices(session)}; kernels built in {time.time() - started:.1f} s")
     with _listening(path) as listener:
         log(f"serving on {path}: `marose map --server {path} reads.fq` maps through it, "
             f"`marose serve --stop --socket {path}` ends it")
@@ -195,12 +194,12 @@ def _map_args(session, request: dict, stdin: _Stdin | None) -> argparse.Namespac
     """The request's map options, checked; MaroseError for those that would need another index
     or device than the served ones."""
     from .cli import check_map_options
-    from .device import describe
+    from .session import describe_devices
 
     args = argparse.Namespace(**request["args"])
     if args.device:
-        raise MaroseError(f"--device: the server maps on {describe(session.device.device)}, the device that "
-                          "`marose serve` opened; leave --device out, or start a server with --device")
+        raise MaroseError(f"--device: the server maps on {describe_devices(session)}, which `marose serve` "
+                          "opened; leave --device out, or start a server with --device")
     if args.max_device_memory:
         raise MaroseError("--max-device-memory: the server's index is on its device already; give it to "
                           "`marose serve` instead")

@@ -8,7 +8,7 @@ import itertools
 import sys
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 import numpy as np
@@ -22,32 +22,63 @@ OpenOutput = Callable[[str], object]
 
 @dataclass
 class Session:
-    """An index on a device, ready to map: the device passed its known-answer check."""
+    """An index on one device or several, ready to map: each device passed its known-answer check
+    and holds a copy of the index (copies); device and on_device are the first of them."""
 
     index: object  # indexer.store.Index
     device: object  # device.Device
     on_device: object  # lookup.DeviceIndex
     checked: Future  # the index files' checksums: result() raises MaroseError for a corrupted one
+    copies: list = field(default_factory=list)  # lookup.DeviceIndex on each device, on_device first
+
+    def __post_init__(self):
+        self.copies = self.copies or [self.on_device]
 
 
 def open_session(loading: Future, device_spec: str | None, profile: bool, verbose: bool, log,
                  max_device_bytes: int | None = None) -> Session:
-    """Opens the device (in this thread, which then makes every OpenCL call), checks it on the
-    known case and uploads the index that loading gives (store.load, run in the background
-    meanwhile), within max_device_bytes (lookup.DeviceIndex); the checksums are checked in the
-    background while the session maps."""
+    """Opens the devices of device_spec (device.choose_devices: by default every GPU of the
+    platform) in this thread, checks each on the known case and uploads to each the index that
+    loading gives (store.load, run in the background meanwhile), within max_device_bytes
+    (lookup.DeviceIndex); the checksums are checked in the background while the session maps."""
     from indexer import store
 
     from . import known_answer
     from .cli import _in_background
-    from .device import Device
+    from .device import Device, choose_devices
     from .lookup import DeviceIndex
 
-    device = Device(device_spec, profile=profile, verbose=verbose)
-    known_answer.ensure(device, ("map",), log)
+    devices = []
+    for spec in choose_devices(device_spec):
+        devices.append(Device(spec, profile=profile, verbose=verbose))
+        known_answer.ensure(devices[-1], ("map",), log)
     index = loading.result()
     checked = _in_background(store.check_checksums, index)
-    return Session(index, device, DeviceIndex(index, device, max_device_bytes), checked)
+    copies = [DeviceIndex(index, device, max_device_bytes) for device in devices]
+    return Session(index, devices[0], copies[0], checked, copies)
+
+
+def lane_mappers(session: Session, mapper) -> list:
+    """mapper (on session.on_device) and a Mapper for each other mapping lane of the session's
+    devices (cli.mapping_lanes of each): the lanes of each device in turn, so that pipeline.run
+    deals consecutive batches to different devices."""
+    from .cli import mapping_lanes
+
+    per_device = []
+    for copy in session.copies:
+        first = mapper if copy is mapper.on_device else mapper.on_copy(copy)
+        per_device.append([first] + [first.on_lane(copy.device.mapping_lane())
+                                     for _ in range(mapping_lanes(copy.device, copy) - 1)])
+    return [lane for turn in itertools.zip_longest(*per_device) for lane in turn if lane is not None]
+
+
+def describe_devices(session: Session) -> str:
+    """The session's devices, for the log."""
+    from .device import describe
+
+    if len(session.copies) == 1:
+        return f"device {describe(session.device.device)}"
+    return f"{len(session.copies)} devices: " + "; ".join(describe(copy.device.device) for copy in session.copies)
 
 
 def map_request(session: Session, args, open_output: OpenOutput, command_line: str, log) -> None:
@@ -132,8 +163,7 @@ def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open
     log and, with args.stats, the counts to that file. bytes_read tells progress how far the
     input has been read."""
     from . import __version__
-    from .cli import explain, index_layout, mapping_lanes, summary, write_stats
-    from .device import describe
+    from .cli import explain, index_layout, summary, write_stats
     from .mapper import Mapper
     from .params import default_max_errors
     from .sam import kept_at_close, parse_read_group, sam_header
@@ -145,7 +175,7 @@ def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open
     first_length = first.first_length()
     k = args.max_errors if args.max_errors is not None else default_max_errors(first_length)
     log(f"index {index.path} ({ref.total_length:,} bases, {index_layout(on_device)}); "
-        f"k={k}; device {describe(device.device)}{layout.describe(k)}")
+        f"k={k}; {describe_devices(session)}{layout.describe(k)}")
     mapper = Mapper(index, device, k, layout.max_hits, text_on_device=True, on_device=on_device)
     if args.explain:
         print(explain(mapper, first_length) + layout.explain_note, file=sys.stderr)
@@ -154,7 +184,7 @@ def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open
     stats = mapper.stats
     progress = Progress(log, sys.stderr if not args.quiet and sys.stderr.isatty() else None, bytes_read,
                         unit=layout.unit)
-    mappers = [mapper] + [mapper.on_lane(device.mapping_lane()) for _ in range(mapping_lanes(device, on_device) - 1)]
+    mappers = lane_mappers(session, mapper)
     try:
         ahead, batches = layout.start(mappers, itertools.chain([first], batches), log)
     except BaseException:
@@ -175,7 +205,8 @@ def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open
         session.checked.result()
     with open_output(header) as out:
         try:
-            pipeline.run(itertools.chain(ahead, _timed(batches, stats, device, layout)), works, write)
+            pipeline.run(itertools.chain(ahead, _timed(batches, stats, [m.on_device.device for m in mappers], layout,
+                                                       len(ahead))), works, write)
         finally:
             progress.clear()
             session.checked.result()  # a corrupted index is the error to report, whatever else failed
@@ -187,20 +218,23 @@ def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open
     summary(stats, elapsed, log)
     layout.report(elapsed, log)
     if args.stats:
-        write_stats(args.stats, stats, elapsed, started - setup_started, device)
+        write_stats(args.stats, stats, elapsed, started - setup_started, [c.device for c in session.copies])
+    return stats
 
 
-def _timed(batches, stats, device, layout):
-    """The batches, each prepared for the device (its reads' text's copy queued), with the time
-    spent reading, parsing and preparing them counted as 'parse'."""
+def _timed(batches, stats, devices: list, layout, first_number: int):
+    """The batches, each prepared for the device of the lane that maps it (its reads' text's copy
+    queued; pipeline.run deals the i-th batch to lane i modulo the lanes, and first_number
+    batches came before these), with the time spent reading, parsing and preparing them counted
+    as 'parse'."""
     from .device_reads import queue_text_upload
 
-    while True:
+    for number in itertools.count(first_number):
         with stats.timing("parse"):
             batch = next(batches, None)
             if batch is not None:
                 batch.prepare()
-                queue_text_upload(device, layout.reads(batch))
+                queue_text_upload(devices[number % len(devices)], layout.reads(batch))
         if batch is None:
             return
         yield batch

@@ -1,0 +1,311 @@
+"""`marose map --scheduler ADDRESS`: reads mapped by the workers of a Dask cluster. The client cuts
+the input into chunks of reads (the records as read), each one Dask task; a worker maps a chunk
+with a mapping session (session.py) that it keeps open between chunks, the index resident on its
+devices, and returns the chunk's SAM records; the client writes them in input order. Dask runs
+the tasks of a worker that is lost again on another: each chunk is written once, whoever mapped
+it. Needs the `dask` extra (`pip install 'marose[dask]'`)."""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import hashlib
+import itertools
+import os
+import shlex
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+
+from .errors import MaroseError
+
+CONNECT_SECONDS = 30  # for the scheduler to answer
+WORKERS_SECONDS = 60  # for a first worker to join the scheduler
+CHUNKS_PER_THREAD = 2  # chunks submitted and not yet written, per worker thread
+BATCHES_A_CHUNK = 4  # at least, so that a worker's reading, mapping and writing of a chunk overlap
+
+
+@dataclass
+class Chunk:
+    """Consecutive reads of the input, as a task carries them to a worker: FASTQ records as read
+    (fastq), or FASTA reads as parsed (packed, a reads.PackedReads)."""
+
+    first_index: int  # reads of the input before these
+    count: int
+    label: str  # the input, as errors name it
+    fastq: bytes | None = None
+    packed: object = None
+
+    @classmethod
+    def of(cls, batch) -> "Chunk":
+        """The reads of a reads.ReadBatch."""
+        if batch.pieces is not None:
+            return cls(batch.first_index, len(batch), batch.pieces[0].label,
+                       fastq=b"".join(piece.text.data for piece in batch.pieces))
+        return cls(batch.first_index, len(batch), "", packed=batch.packed)
+
+    def batch(self):
+        """The reads as a reads.ReadBatch."""
+        import numpy as np
+
+        from .reads import FastqText, ReadBatch
+
+        if self.fastq is None:
+            return ReadBatch.from_packed(self.packed, self.first_index)
+        text = FastqText(np.frombuffer(self.fastq, np.uint8), self.count, self.first_index, self.label)
+        return ReadBatch.from_fastq([text], self.first_index)
+
+
+def map_on_cluster(args, log) -> None:
+    """Maps args.reads (map's options, one read file) on the workers of the Dask scheduler at
+    args.scheduler into args.output; --stats counts the workers' seconds, without kernel seconds."""
+    setup_started = time.time()
+    from . import __version__
+    from .cli import CHUNK_READS, check_map_options, find_index, summary, write_stats
+    from .params import default_max_errors
+    from .progress import Progress
+    from .reads import BytesRead, read_batches
+    from .sam import sam_header
+    from .sam_file import SamWriter
+
+    check_map_options(args)
+    if len(args.reads) != 1 or args.interleaved:
+        raise MaroseError("--scheduler maps single-end reads: give one read file, without --interleaved")
+    if args.explain or args.server:
+        raise MaroseError(f"{'--explain' if args.explain else '--server'} is not available with --scheduler")
+    distributed = _dask()
+    index_asked = os.path.abspath(args.index or find_index(None))
+    command_line = " ".join(shlex.quote(a) for a in ["marose", *sys.argv[1:]])
+    bytes_read = BytesRead()
+    batches = read_batches(args.reads[0], args.batch_size or CHUNK_READS, bytes_read)
+    first = next(batches)
+    k = args.max_errors if args.max_errors is not None else default_max_errors(first.first_length())
+    options = _worker_options(args, k)
+    with _connected(distributed, args.scheduler) as client:
+        run = uuid.uuid4().hex[:12]
+        index = client.submit(describe_index, index_asked, key=f"marose-index-{run}", pure=False).result()
+        log(f"index {index.path} ({sum(index.lengths):,} bases) on the workers of {args.scheduler}; k={k}")
+        header = sam_header(list(zip(index.names, index.lengths)), args.read_group, command_line, __version__)
+        progress = Progress(log, sys.stderr if not args.quiet and sys.stderr.isatty() else None, bytes_read)
+        started = time.time()
+        submitted = (client.submit(map_chunk, index.path, index.fingerprint, options, Chunk.of(batch),
+                                   key=f"marose-map-{run}-{number}", pure=False)
+                     for number, batch in enumerate(itertools.chain([first], batches)))
+        with SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1) as out:
+            stats = _written(_in_order(submitted, lambda: _window(client)), out, progress)
+    elapsed = time.time() - started
+    summary(stats, elapsed, log)
+    if args.stats:
+        write_stats(args.stats, stats, elapsed, started - setup_started, [], f"Dask workers of {args.scheduler}")
+
+
+def _worker_options(args, k: int) -> dict:
+    """What a worker needs of map's options: its devices' and the mapping's, with k fixed for
+    every chunk."""
+    from .cli import device_memory
+
+    return {"device": args.device, "max_device_bytes": device_memory(args), "threads": args.threads,
+            "verbose": args.verbose, "max_errors": k, "max_hits": args.max_hits, "xa": args.xa,
+            "read_group": args.read_group}
+
+
+def _written(results, out, progress):
+    """Writes each (records, counts) of results into out; returns the counts summed (mapper.Stats)."""
+    from .mapper import Stats
+
+    stats = Stats()
+    try:
+        for records, counts in results:
+            out.write(records)
+            stats.add(counts)
+            progress.update(stats.reads)
+    finally:
+        progress.clear()
+    stats.unguaranteed = sorted(set(stats.unguaranteed))  # each chunk's mapper lists the lengths again
+    stats.substitutions_only = sorted(set(stats.substitutions_only))
+    return stats
+
+
+def _in_order(submitted, window):
+    """The results of the futures that submitted makes, in its order, with up to window() of them
+    submitted and not yet handed out; the others are cancelled when the caller stops early."""
+    waiting: collections.deque = collections.deque()
+    try:
+        while True:
+            while len(waiting) < window() and (future := next(submitted, None)) is not None:
+                waiting.append(future)
+            if not waiting:
+                return
+            yield _result(waiting.popleft())
+    finally:
+        for future in waiting:
+            future.cancel()
+
+
+def _result(future):
+    """A task's result; MaroseError when Dask gave up on it, or lost it with the scheduler."""
+    from distributed.client import FutureCancelledError
+    from distributed.scheduler import KilledWorker
+
+    try:
+        return future.result()
+    except KilledWorker as e:
+        raise MaroseError(f"Dask gave up on a chunk of reads: the workers that ran it died ({e})") from None
+    except FutureCancelledError as e:
+        raise MaroseError(f"Dask cancelled a chunk of reads: {e}") from None
+
+
+def _window(client) -> int:
+    """Chunks to keep submitted: CHUNKS_PER_THREAD for each thread of the workers there are."""
+    return CHUNKS_PER_THREAD * max(1, sum(client.nthreads().values()))
+
+
+@contextlib.contextmanager
+def _connected(distributed, address: str):
+    """A Dask client of the scheduler at address, once a worker has joined; closed at the end.
+    Each task carries its chunk of reads (tens of MB), which Dask would warn about: a lost
+    worker's chunk is mapped again from that copy."""
+    import dask
+
+    try:
+        client = distributed.Client(address, timeout=CONNECT_SECONDS, set_as_default=False)
+    except (OSError, TimeoutError) as e:
+        raise MaroseError(f"--scheduler {address}: no Dask scheduler answered ({e})") from None
+    with client, dask.config.set({"distributed.admin.large-graph-warning-threshold": "64GB"}):
+        try:
+            client.wait_for_workers(1, timeout=WORKERS_SECONDS)
+        except (OSError, TimeoutError):
+            raise MaroseError(f"--scheduler {address}: no worker joined within {WORKERS_SECONDS} s; start them "
+                              f"with `dask worker {address} --nthreads 1`") from None
+        yield client
+
+
+def _dask():
+    """The distributed package; MaroseError when it is not installed."""
+    try:
+        import distributed
+    except ImportError:
+        raise MaroseError("--scheduler needs Dask: pip install 'marose[dask]'") from None
+    return distributed
+
+
+# --- on the workers ------------------------------------------------------------------------------
+
+@dataclass
+class IndexOnWorker:
+    """What the client needs of the index that a worker found: where it is, its contigs, and a
+    fingerprint of its manifest (which holds every file's checksum) that the others check theirs
+    against."""
+
+    path: str
+    names: list
+    lengths: list
+    fingerprint: str
+
+
+def describe_index(asked: str) -> IndexOnWorker:
+    """The index at asked (a FASTA that marose-index indexed, or its .marose folder), on this worker."""
+    from indexer import store
+
+    path = _found_index(asked)
+    reference = store.load(path, False).reference
+    return IndexOnWorker(path, list(reference.names), [int(n) for n in reference.lengths], _fingerprint(path))
+
+
+_resident: dict = {}  # the mapping session this worker process keeps, under its index and device options
+_mapping = threading.Lock()  # one chunk at a time uses the session
+
+
+def map_chunk(index_path: str, fingerprint: str, options: dict, chunk: Chunk):
+    """Maps a chunk with the session kept in this process (opened at the first chunk): its SAM
+    records (bytes) and counts (mapper.Stats)."""
+    from .cli import default_batch_size, parser
+    from .reads import BytesRead, rebatched
+    from .session import map_reads
+
+    with _mapping:
+        session = _session(index_path, fingerprint, options)
+        args = parser().parse_args(["map", "-q", "-"])
+        args.max_errors, args.max_hits, args.xa, args.read_group = \
+            options["max_errors"], options["max_hits"], options["xa"], options["read_group"]
+        size = min(default_batch_size(session.device), -(-chunk.count // BATCHES_A_CHUNK))
+        batches = rebatched(chunk.batch(), size)
+        records = _Records()
+        stats = map_reads(session, args, next(batches), batches, BytesRead(), lambda header: records, "",
+                          lambda message: None, time.time())
+        return records.joined(), stats
+
+
+def _session(index_path: str, fingerprint: str, options: dict):
+    """The session of the index on the devices that options name, opened once: a session of
+    another index or device is closed first."""
+    from indexer import store
+
+    from .cli import _in_background, use_cpu_threads
+    from .session import open_session
+
+    key = (index_path, fingerprint, options["device"], options["max_device_bytes"], options["threads"])
+    if key not in _resident:
+        _resident.clear()
+        _found_index(index_path)
+        if _fingerprint(index_path) != fingerprint:
+            raise MaroseError(f"{index_path} on {_worker_name()} is another index than the one the first worker "
+                              "read at this path; give every worker the same copy")
+        use_cpu_threads(options["threads"])
+        loading = _in_background(store.load, index_path, False)
+        _resident[key] = open_session(loading, options["device"], False, options["verbose"], _worker_log,
+                                      options["max_device_bytes"])
+    return _resident[key]
+
+
+def _found_index(asked: str) -> str:
+    """The index folder of asked on this worker; MaroseError naming the worker when it has none."""
+    from .cli import find_index
+
+    try:
+        return os.path.abspath(find_index(asked))
+    except MaroseError as e:
+        raise MaroseError(f"{_worker_name()}: {e}. Every worker reads the index at the path the client gives: put "
+                          "it on a file system they share, or a copy at that path on each") from None
+
+
+def _fingerprint(path: str) -> str:
+    with open(os.path.join(path, "manifest.json"), "rb") as manifest:
+        return hashlib.sha256(manifest.read()).hexdigest()
+
+
+def _worker_name() -> str:
+    try:
+        from distributed import get_worker
+
+        return f"the Dask worker {get_worker().address}"
+    except (ImportError, ValueError):  # not in a worker
+        return "this process"
+
+
+def _worker_log(message: str) -> None:
+    print(f"[marose worker] {message}", file=sys.stderr, flush=True)
+
+
+class _Records:
+    """A chunk's SAM records, collected (session.OpenOutput; the header is the client's)."""
+
+    def __init__(self):
+        self.parts: list[bytes] = []
+
+    def write(self, records) -> None:
+        self.parts.append(bytes(records))  # records may be a view of memory reused for the next batch
+
+    def joined(self) -> bytes:
+        return b"".join(self.parts)
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "_Records":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass

@@ -1,0 +1,139 @@
+"""Mapping on several devices (--device P:D,P:D, all, and the default): which devices a spec
+names, and the SAM and counts of two devices, each holding a copy of the index, byte-identical
+to one device's."""
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import LAMBDA
+from marose import cli, device as device_module
+from marose.errors import MaroseError
+from marose.reference import read_fasta
+from indexer import cli as index_cli
+from test_map import run_map, simulate, write_reads
+from test_pairs import simulate_pairs, write_mates
+
+
+class FakePlatform:
+    def __init__(self, name):
+        self.name = name
+
+
+class FakeDevice:
+    def __init__(self, name, kind, platform):
+        self.name, self.type, self.platform = name, kind, platform
+
+
+@pytest.fixture
+def table(monkeypatch):
+    """Two GPU platforms (two GPUs and a CPU on the first, one GPU on the second), then Oclgrind."""
+    cl = device_module._cl()
+    gpu, cpu = cl.device_type.GPU, cl.device_type.CPU
+    first, second, simulator = FakePlatform("First"), FakePlatform("Second"), FakePlatform("Oclgrind")
+    devices = ((0, 0, FakeDevice("gpu a", gpu, first)), (0, 1, FakeDevice("gpu b", gpu, first)),
+               (0, 2, FakeDevice("cpu", cpu, first)), (1, 0, FakeDevice("gpu c", gpu, second)),
+               (2, 0, FakeDevice("Oclgrind Simulator", gpu | cpu, simulator)))
+    monkeypatch.setattr(device_module, "all_devices", lambda: devices)
+    monkeypatch.delenv("PYOPENCL_CTX", raising=False)
+    return devices
+
+
+def test_the_default_is_every_gpu_of_the_platform(table):
+    assert device_module.choose_devices(None) == ["0:0", "0:1"]
+    assert device_module.choose_devices("all") == ["0:0", "0:1"]
+
+
+def test_a_list_names_devices_by_number_or_name_and_each_once(table, monkeypatch):
+    assert device_module.choose_devices("1:0, gpu b") == ["1:0", "0:1"]
+    assert device_module.choose_devices("0:2") == ["0:2"]
+    with pytest.raises(MaroseError, match="0:1 is named more than once"):
+        device_module.choose_devices("0:1,gpu b")
+    with pytest.raises(MaroseError, match="no OpenCL device matches 'gpu z'"):
+        device_module.choose_devices("0:0,gpu z")
+    monkeypatch.setenv("PYOPENCL_CTX", "1:0")  # one device named in the environment: that one alone
+    assert device_module.choose_devices(None) == ["1:0"]
+
+
+def test_without_a_gpu_the_default_is_the_one_cpu_device(table, monkeypatch):
+    cpu_only = tuple(entry for entry in table if entry[2].name in ("cpu", "Oclgrind Simulator"))
+    monkeypatch.setattr(device_module, "all_devices", lambda: cpu_only)
+    assert device_module.choose_devices(None) == ["0:2"]
+    assert device_module.choose_devices("all") == ["0:2"]
+
+
+@pytest.fixture(scope="module")
+def lambda_index(tmp_path_factory):
+    fasta = tmp_path_factory.mktemp("idx") / "lambda.fa.gz"
+    fasta.write_bytes(open(LAMBDA, "rb").read())
+    assert index_cli.main([str(fasta), "-q"]) == 0
+    return str(fasta) + ".marose"
+
+
+def two_devices() -> str:
+    """Two devices other than Oclgrind as 'P:D,P:D' (PyPI's and Debian's PoCL side by side), the
+    one the tests use (PYOPENCL_CTX, or the default) first; the test is skipped without them."""
+    import os
+
+    real = [f"{p}:{d}" for p, d, found in device_module.all_devices() if not device_module.is_oclgrind(found)]
+    if len(real) < 2:
+        pytest.skip("fewer than two OpenCL devices besides Oclgrind")
+    first = device_module.choose_devices(os.environ.get("PYOPENCL_CTX"))[0]
+    return ",".join([first, next(number for number in real if number != first)])
+
+
+def mapped(index, reads, out, stats, *args):
+    assert run_map("-x", index, *reads, "-o", out, "-k", 3, "--stats", stats, *args) == 0
+    record = json.load(open(stats))
+    counts = {key: record[key] for key in ("reads", "mapped", "unique", "loci", "candidates", "cells")}
+    return [line for line in open(out) if not line.startswith("@PG")], counts, record["device"]
+
+
+@pytest.mark.parametrize("xa", [False, True])
+def test_two_devices_write_the_sam_and_counts_of_one(lambda_index, tmp_path, xa):
+    devices = two_devices()
+    ref = read_fasta(LAMBDA)
+    fq = write_reads(tmp_path / "r.fq", simulate(ref, 90, 80, 3, np.random.default_rng(12)))
+    index = lambda_index
+    options = ["--batch-size", 7, *(["--xa"] if xa else [])]
+    one = mapped(index, [fq], tmp_path / "one.sam", tmp_path / "one.json", "--device", devices.split(",")[0], *options)
+    two = mapped(index, [fq], tmp_path / "two.sam", tmp_path / "two.json", "--device", devices, *options)
+    assert two[0] == one[0] and len(one[0]) > 90
+    assert two[1] == one[1] and one[1]["reads"] == 90
+    assert two[2].count(",") == 1  # both devices named in the stats
+
+
+def test_pairs_on_two_devices_are_the_pairs_of_one(lambda_index, tmp_path, monkeypatch):
+    from marose import pairs
+
+    devices = two_devices()
+    monkeypatch.setattr(pairs, "LEARN_PAIRS", 40)  # the batches after them go to both devices
+    first, second = simulate_pairs(read_fasta(LAMBDA), 120, np.random.default_rng(13))
+    names = [f"p{i}" for i in range(len(first))]
+    reads = [write_mates(tmp_path / "r1.fq", first, names, "/1"), write_mates(tmp_path / "r2.fq", second, names, "/2")]
+    index = lambda_index
+    one = mapped(index, reads, tmp_path / "one.sam", tmp_path / "one.json", "--device", devices.split(",")[0],
+                 "--batch-size", 9)
+    two = mapped(index, reads, tmp_path / "two.sam", tmp_path / "two.json", "--device", devices, "--batch-size", 9)
+    assert two[:2] == one[:2] and len(one[0]) > 240
+
+
+def test_devices_of_a_session_and_their_lanes_alternate(lambda_index, monkeypatch):
+    """Consecutive batches go to different devices: the lanes of each device are dealt in turn."""
+    from concurrent.futures import Future
+
+    from indexer import store
+    from marose.mapper import Mapper
+    from marose.session import lane_mappers, open_session
+
+    devices = two_devices()
+    loading = Future()
+    loading.set_result(store.load(lambda_index, False))
+    session = open_session(loading, devices, False, False, lambda message: None)
+    monkeypatch.setattr(cli, "mapping_lanes", lambda device, on_device: 2 if on_device is session.copies[0] else 1)
+    mapper = Mapper(session.index, session.device, 3, on_device=session.on_device)
+    lanes = lane_mappers(session, mapper)
+    assert [lane.on_device for lane in lanes] == [session.copies[0], session.copies[1], session.copies[0]]
+    assert lanes[0] is mapper and lanes[1].device is session.copies[1].device
+    assert lanes[1].genome is session.copies[1].genome and lanes[2].device is not mapper.device  # a lane's queue
