@@ -1,14 +1,38 @@
-"""Building the BDZ hashes of all seeds on an OpenCL device (cl/bdz.cl), one work-item per seed."""
+"""Building the BDZ hashes of all seeds on an OpenCL device (cl/bdz.cl), one work-item per seed;
+and the hash builder an index build uses."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from marose.device import Device, groups
+from marose.errors import MaroseError
 
 from . import bdz
 
 PROGRAM = ("murmur3.cl", "phf.cl", "bdz.cl")
+# The device hashes a seed in one work-item: a seed with more keys is hashed faster by numpy's
+# rounds over all its keys at once.
+DEVICE_MOST_KEYS = 1 << 16
+
+
+def hash_builder(spec: str | None, verbose: bool, log):
+    """The hash builder of an index build: on the chosen device (once it passed its known-answer
+    check) for seeds of up to DEVICE_MOST_KEYS keys, numpy's for the others, and for all when
+    there is no device."""
+    from marose import known_answer
+    from marose.device import all_devices
+
+    if not all_devices():
+        if spec:
+            raise MaroseError(f"--device {spec}: no OpenCL device found")
+        log("no OpenCL device: building the hashes with numpy")
+        return bdz.build
+    device = Device(spec, verbose=verbose)
+    known_answer.ensure(device, ("index",), log)
+    on_device = lambda seed_of_key, keys, n_seeds: build(device, seed_of_key, keys, n_seeds)
+    return lambda seed_of_key, keys, n_seeds: bdz.build_by_size(seed_of_key, keys, n_seeds, on_device,
+                                                                DEVICE_MOST_KEYS)
 
 
 def build(device: Device, seed_of_key: np.ndarray, keys: np.ndarray, n_seeds: int) -> bdz.PerfectHash:

@@ -11,13 +11,10 @@ from marose import __version__
 from marose.errors import MaroseError, run_command
 from marose.reference import read_fasta
 
-from . import bdz, partition, store
+from . import partition, store
 from .build import MAX_TABLE, Assembler, IndexParams
 
 DEFAULT_BUDGET_SHARE = 0.8  # of the memory available when the build starts
-# The device hashes a seed in one work-item: a seed with more keys is hashed faster by numpy's
-# rounds over all its keys at once.
-DEVICE_MOST_KEYS = 1 << 16
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -64,26 +61,6 @@ def choose_params(args, genome_size: int) -> IndexParams:
         default_mask, default_ln = default_index_params(genome_size, args.read_length)
         mask, ln = mask or default_mask, ln or default_ln
     return IndexParams(mask, ln, args.segment_size)
-
-
-def hash_builder(spec: str | None, verbose: bool, log):
-    """The OpenCL hash builder on the chosen device, once it passed its known-answer check, or
-    numpy's when there is no device."""
-    from marose import known_answer
-    from marose.device import Device, all_devices
-
-    if not all_devices():
-        if spec:
-            raise MaroseError(f"--device {spec}: no OpenCL device found")
-        log("no OpenCL device: building the hashes with numpy")
-        return bdz.build
-    from . import bdz_cl
-
-    device = Device(spec, verbose=verbose)
-    known_answer.ensure(device, ("index",), log)
-    on_device = lambda seed_of_key, keys, n_seeds: bdz_cl.build(device, seed_of_key, keys, n_seeds)
-    return lambda seed_of_key, keys, n_seeds: bdz.build_by_size(seed_of_key, keys, n_seeds, on_device,
-                                                                DEVICE_MOST_KEYS)
 
 
 def build_index(genome: str, output: str | None, args, log) -> str:

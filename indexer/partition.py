@@ -21,6 +21,7 @@ import numpy as np
 from marose.errors import MaroseError
 from marose.reference import Reference
 
+from .bdz_cl import hash_builder
 from .build import Assembler, IndexParams, RangeTables, build_range, dense_seeds_of, pattern_starts
 
 # Peak bytes a worker holds per pattern it builds (build_range and its hash build) and per base it
@@ -106,8 +107,6 @@ def build(ref: Reference, params: IndexParams, assembler: Assembler, scratch: st
     os.makedirs(scratch, exist_ok=True)
     chunks = [(start, min(start + the_plan.chunk, ref.total_length))
               for start in range(0, ref.total_length, the_plan.chunk)]
-    from .cli import hash_builder
-
     # the device opens (and passes its known-answer check) here first, before any worker starts
     spec, verbose, quiet = builder_options
     builder = hash_builder(spec, verbose, (lambda _: None) if quiet else log)
@@ -147,7 +146,7 @@ def _runs(per_bin: np.ndarray, most: int) -> list[tuple[int, int]]:
 class _Workers:
     """Worker processes, started afresh (a forked copy of a process that has used OpenCL can
     hang in its driver), that read the genome's codes from a scratch file, sharing its pages;
-    or this process when there is one worker (map and call then run here, in order)."""
+    or this process when there is one worker (map then runs the tasks here, in turn)."""
 
     def __init__(self, n: int, ref: Reference, params: IndexParams, scratch: str, builder_options: tuple,
                  builder: Callable):
@@ -189,8 +188,6 @@ def _init(ref: Reference, params: IndexParams, scratch: str, builder_options: tu
 
 def _builder():
     if _shared["builder"] is None:
-        from .cli import hash_builder
-
         spec, verbose, _ = _shared["builder_options"]
         _shared["builder"] = hash_builder(spec, verbose, lambda _: None)
     return _shared["builder"]
