@@ -12,16 +12,19 @@ from .device import PLAIN, Device, groups
 from .device_reads import PackedOnDevice
 from .dna import N_CODE, complement
 from .lookup import DeviceSegment
+from .placement import COST_CAP, SEED_SHARE, Placement, min_gap
 from .regions import leading_entries, region_offsets
 from .row_sort import TILE, sort_long_rows
 from .sensitivity import neighborhood_size
 
-PROGRAM = ("murmur3.cl", "phf.cl", "search.cl", "scan.cl", "sort.cl", "filter.cl", "row_sort.cl")  # one program
+PROGRAM = ("murmur3.cl", "phf.cl", "search.cl", "scan.cl", "sort.cl", "filter.cl", "placement.cl",
+           "row_sort.cl")  # one program
 GPU_WORK_GROUP = 64
 CPU_WORK_GROUP = 16  # a CPU runs a work-group's items in turn, and each barrier costs it a pass over them
 MAX_LOCAL_CANDIDATES = 4096
 CPU_LOOKUP_BATCH = 32  # lookups a work-item hashes before it reads their slots, on a CPU
 SAVED_RANGES = 6  # position ranges a pattern's count keeps at most for its emit (more: emit looks them up again)
+SPARE_LOCAL = 1024  # bytes of local memory left to the runtime beside place_patterns' scratch
 
 
 @dataclass
@@ -85,6 +88,25 @@ class Strands:
 
 
 @dataclass
+class Layout:
+    """Where each row's patterns go: a placed row (n_placed > 0) takes n_placed patterns at the
+    least-cost offsets with at most short_gaps gaps below the pattern width (placement.py), the
+    other rows patterns at 0, step, 2 step, ..., length - width."""
+
+    step: np.ndarray  # uint32 per row
+    n_placed: np.ndarray  # uint32 per row
+    short_gaps: np.ndarray  # uint32 per row
+
+    @classmethod
+    def fixed(cls, n_rows: int, step: int = 1) -> "Layout":
+        return cls(np.full(n_rows, step, np.uint32), np.zeros(n_rows, np.uint32), np.zeros(n_rows, np.uint32))
+
+    def place(self, rows: np.ndarray, rule: Placement) -> None:
+        """The rows (a mask) placed by the rule."""
+        self.n_placed[rows], self.short_gaps[rows] = rule.n, rule.short_gaps
+
+
+@dataclass
 class Candidates:
     """Unique (read strand, read start) pairs, sorted by strand row then start."""
 
@@ -134,25 +156,61 @@ class Filter:
                    "LOOKUP_BATCH": lookups_at_once or lookup_batch(device), "SAVED": self.saved,
                    "WG": self.wg, "CAP": self.capacity, "BIG_RANGE": self.wg,
                    "KEY_BITS": max(1, int(genome_length - 1).bit_length()), "TILE": TILE}
+        defines.update({"MIN_GAP": min_gap(params.mask, params.ln, e), "SEED_SHARE": SEED_SHARE,
+                        "COST_CAP": f"{COST_CAP}u"})
         self.defines = defines
+        self.cost_kernel = device.kernel(PROGRAM, "pattern_costs", defines)
+        self.place_kernel = device.kernel(PROGRAM, "place_patterns", defines)
         self.count_kernel = device.kernel(PROGRAM, "filter_count", defines)
         self.emit_kernel = device.kernel(PROGRAM, "filter_emit", defines)
         self.expand_kernel = device.kernel(PROGRAM, "expand_ranges", defines)
         self.contig_start = device.to_device(np.asarray(contig_offsets, dtype=np.uint32))
         self.n_contigs = np.uint32(len(contig_offsets) - 1)
 
-    def upload(self, strands: Strands, steps: np.ndarray, active: np.ndarray | None = None) -> "FilterReads":
-        """The rows on the device, with their pattern steps; inactive rows get no patterns."""
+    def fits(self, rule: Placement, read_length: int) -> bool:
+        """Whether place_patterns has the local memory to place rows of this length by the rule."""
+        return 4 * rule.scratch_words(read_length) <= self.device.device.local_mem_size - SPARE_LOCAL
+
+    def upload(self, strands: Strands, layout: Layout, active: np.ndarray | None = None,
+               segments=()) -> "FilterReads":
+        """The rows on the device with their pattern offsets; inactive rows get no patterns.
+        segments: every segment of the index (DeviceSegment, in turn), where placed rows
+        (layout.n_placed) look their patterns' costs up."""
         d = self.device
         lengths = np.asarray(strands.lengths if active is None else np.where(active, strands.lengths, 0),
-                             dtype=np.uint32)
-        steps = np.asarray(steps, dtype=np.uint32)
-        # patterns at 0, step, ... up to length - width, as the kernels number them; none in shorter rows
+                             dtype=np.int64)
         usable = lengths >= self.width
-        n_patterns = (np.maximum(lengths, self.width) - self.width + steps - 1) // steps + usable
-        pattern_base = region_offsets(n_patterns)
-        buffers = (strands.rows_on(d), strands.offsets_on(d), d.to_device(lengths), d.to_device(steps))
-        return FilterReads(buffers, d.to_device(pattern_base), int(pattern_base[-1]))
+        steps = layout.step.astype(np.int64)
+        placed = np.where(usable, layout.n_placed, 0).astype(np.int64)
+        fixed = (np.maximum(lengths, self.width) - self.width + steps - 1) // steps + usable
+        pattern_base = region_offsets(np.where(placed > 0, placed, fixed))
+        n_offsets = np.where(placed > 0, lengths - self.width + 1, 0)
+        cost_base = region_offsets(n_offsets)
+        n = strands.n
+        rows, row_offsets = strands.rows_on(d), strands.offsets_on(d)
+        length_buffer, placed_buffer = d.to_device(lengths.astype(np.uint32)), d.to_device(placed.astype(np.uint32))
+        cost_base_buffer, cost = d.to_device(cost_base), d.empty(4 * int(cost_base[-1]))
+        if cost_base[-1]:
+            looked_up = 0
+            for seg in segments:
+                d.launch(self.cost_kernel, (n * self.wg,), (self.wg,), rows, row_offsets, length_buffer,
+                         placed_buffer, *seg.tables, cost_base_buffer, cost)
+                looked_up += 1
+            if not looked_up:
+                raise ValueError("placed rows need the index segments to look their pattern costs up")
+        scratch = (placed * (layout.short_gaps + 1) + 1) * n_offsets
+        pattern_base_buffer, offsets = d.to_device(pattern_base), d.empty(4 * int(pattern_base[-1]))
+        if n:
+            d.launch(self.place_kernel, (n * self.wg,), (self.wg,), length_buffer, d.to_device(layout.step),
+                     placed_buffer, d.to_device(layout.short_gaps), cost_base_buffer, cost, pattern_base_buffer,
+                     offsets, d.cl.LocalMemory(4 * max(1, int(scratch.max(initial=0)))))
+        return FilterReads((rows, row_offsets, offsets), pattern_base_buffer, pattern_base)
+
+    def offsets(self, reads_on_device: "FilterReads") -> list[np.ndarray]:
+        """Each row's pattern offsets, as place_patterns wrote them."""
+        base = reads_on_device.pattern_base_host
+        found = self.device.read(reads_on_device.buffers[2], np.uint32, int(base[-1])).astype(np.int64)
+        return np.split(found, base[1:-1])
 
     def emit(self, seg: DeviceSegment, n: int, reads_on_device: "FilterReads") -> "DeviceCandidates":
         """Candidates of n rows left on the device: row r's are the first count[r] entries at
@@ -199,9 +257,13 @@ class Filter:
 class FilterReads:
     """Rows on the device for the filter (Filter.upload)."""
 
-    buffers: tuple  # rows, row offsets, lengths (0 for inactive rows), pattern steps
+    buffers: tuple  # rows, row offsets, pattern offsets (uint32 per pattern)
     pattern_base: object  # uint32 per row + 1: where each row's patterns are numbered from
-    n_patterns: int
+    pattern_base_host: np.ndarray
+
+    @property
+    def n_patterns(self) -> int:
+        return int(self.pattern_base_host[-1])
 
 
 @dataclass

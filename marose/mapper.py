@@ -16,7 +16,7 @@ from indexer.store import Index
 from . import device_reads, extend, lookup
 from .device import Device
 from .device_reads import PackedOnDevice
-from .filter import DeviceCandidates, Filter, Strands
+from .filter import DeviceCandidates, Filter, Layout, Strands
 from .params import Choice, choose_filter
 from .reads import ReadBatch
 from .sam import Hits
@@ -166,20 +166,34 @@ class Mapper:
     def _candidates(self, strands: Strands, active: np.ndarray) -> list[DeviceCandidates]:
         """The filter's candidates of the active rows, left on the device: one list for each
         neighborhood error count e in use and each segment."""
-        rows_e = np.full(strands.n, -1)
-        steps = np.ones(strands.n, dtype=np.uint32)
-        for length in _distinct(strands.lengths[active]):
-            chosen = self.choice(int(length)).params
-            rows = active & (strands.lengths == length)
-            rows_e[rows], steps[rows] = chosen.e, chosen.step
-            # each seed's hash is in one segment: a pattern is looked up there only
-            self.stats.lookups += int(rows.sum()) * chosen.n_patterns(int(length)) * chosen.lookups_per_pattern
+        rows_e, layout = self.layout(strands, active)
         found = []
         for e in _distinct(rows_e[rows_e >= 0]):
             filt = self.filter(int(e))
-            reads_on_device = filt.upload(strands, steps, rows_e == e)
+            reads_on_device = filt.upload(strands, layout, rows_e == e, self.on_device.segments())
             found.extend(filt.emit(seg, strands.n, reads_on_device) for seg in self.on_device.segments())
         return found
+
+    def layout(self, strands: Strands, active: np.ndarray) -> tuple[np.ndarray, Layout]:
+        """The neighborhood errors e of each row (-1 for inactive ones) and where its patterns go:
+        placed where the index finds them rarest when the filter chosen for its length allows
+        it (Choice.placement), else the fixed layout."""
+        rows_e = np.full(strands.n, -1)
+        layout = Layout.fixed(strands.n)
+        width = self.index.params.width
+        for length in _distinct(strands.lengths[active]):
+            chosen = self.choice(int(length))
+            p, rule = chosen.params, chosen.placement
+            rows = active & (strands.lengths == length)
+            rows_e[rows], layout.step[rows] = p.e, p.step
+            # each seed's hash is in one segment: a pattern is looked up there only
+            if rule is not None and self.filter(p.e).fits(rule, int(length)):
+                layout.place(rows, rule)
+                per_row = int(length) - width + 1 + rule.n * p.lookups_per_pattern
+            else:
+                per_row = p.n_patterns(int(length)) * p.lookups_per_pattern
+            self.stats.lookups += int(rows.sum()) * per_row
+        return rows_e, layout
 
     def _extend(self, strands: Strands, reads: extend.DeviceReads, candidates: list[DeviceCandidates],
                 packed: PackedOnDevice) -> tuple[Hits | extend.DeviceHits, np.ndarray]:

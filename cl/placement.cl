@@ -1,0 +1,133 @@
+/* Pattern placement (marose/placement.py, the rule and its proof): pattern_costs ranks every
+ * read offset of a placed row by how often its pattern occurs, one segment at a time;
+ * place_patterns writes each row's pattern offsets, the least-cost ones the rule allows for
+ * a placed row (n_placed[r] > 0), else the fixed layout 0, step, 2 step, ..., len - WIDTH.
+ *
+ * Needs filter.cl (make_pattern, seed_hash, WIDTH). Defines beyond filter.cl's: MIN_GAP (the
+ * rule's least gap), SEED_SHARE, COST_CAP. */
+
+#define NO_COST 0xFFFFFFFFu
+
+/* cost[cost_base[r] + o], for each offset o of a placed row whose seed is this segment's: the
+ * pattern's own positions (times SEED_SHARE when E > 0) plus, when E > 0, its seed's. Offsets
+ * with an N in the seed cost 0 (they are never found). The segments partition the seeds: run
+ * on each, it writes every offset. A work-item takes LOOKUP_BATCH offsets at a time, each step
+ * for all of them before the next, so that their memory reads (cache misses, mostly) overlap. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void pattern_costs(__global const uchar *reads, __global const uint *read_offset,
+                   __global const uint *read_length, __global const uint *n_placed, SEGMENT_TABLES,
+                   __global const uint *cost_base, __global uint *cost)
+{
+    uint r = get_group_id(0), lid = get_local_id(0);
+    uint len = read_length[r];
+    if (n_placed[r] == 0u || len < WIDTH)
+        return;
+    __global const uchar *read = reads + read_offset[r];
+    __global uint *out = cost + cost_base[r];
+    uint n_offsets = len - WIDTH + 1u;
+    for (uint first = lid * LOOKUP_BATCH; first < n_offsets; first += WG * LOOKUP_BATCH) {
+        uint n = min((uint)LOOKUP_BATCH, n_offsets - first);
+        uint seed[LOOKUP_BATCH], key[LOOKUP_BATCH], mine[LOOKUP_BATCH];
+        for (uint j = 0; j < n; ++j) {
+            pattern_t p = make_pattern(read, first + j);
+            seed[j] = p.seed - seed_lo;
+            key[j] = p.key;
+            mine[j] = p.ok && seed[j] < n_seeds;
+            if (!p.ok)
+                out[first + j] = 0u;
+        }
+        seed_hash_t h[LOOKUP_BATCH];
+        for (uint j = 0; j < n; ++j)
+            if (mine[j])
+                h[j] = seed_hash(seed[j], hash_seed, vertex_offset);
+        uint slot[LOOKUP_BATCH];
+        for (uint j = 0; j < n; ++j)
+            if (mine[j])
+                slot[j] = phf_slot(key[j], h[j].hash_seed, h[j].base, h[j].part, g);
+        for (uint j = 0; j < n; ++j) {
+            if (!mine[j])
+                continue;
+            uint v = slot[j];
+            uint c = min(slot_key[v] == key[j] ? slot_start[v + 1] - slot_start[v] : 0u, (uint)COST_CAP);
+            if (E > 0) {
+                uint seed_count = slot_start[h[j].base + 3u * h[j].part] - slot_start[h[j].base];
+                c = min(SEED_SHARE * c + min(seed_count, (uint)COST_CAP), (uint)COST_CAP);
+            }
+            out[first + j] = c;
+        }
+    }
+}
+
+/* The dynamic program of placement.choose_offsets, by one work-item: f[(j (x + 1) + s) P + o]
+ * is the least cost of j + 1 patterns, the last at o, with s gaps shorter than WIDTH. */
+inline void place_row(__local const uint *c, __local uint *f, uint n_offsets, uint n, uint x,
+                      __global uint *out)
+{
+    uint layers = x + 1u;
+#define F(j, s, o) f[((j) * layers + (s)) * n_offsets + (o)]
+    for (uint s = 0; s < layers; ++s)
+        for (uint o = 0; o < n_offsets; ++o)
+            F(0u, s, o) = s == 0u ? c[o] : NO_COST;
+    for (uint j = 1; j < n; ++j)
+        for (uint s = 0; s < layers; ++s) {
+            uint before = NO_COST; /* least F(j - 1, s, o') over o' <= o - WIDTH */
+            for (uint o = 0; o < n_offsets; ++o) {
+                if (o >= WIDTH)
+                    before = min(before, F(j - 1u, s, o - WIDTH));
+                uint best = before;
+                if (s > 0u && o >= MIN_GAP)
+                    for (uint q = o + 1u > WIDTH ? o + 1u - WIDTH : 0u; q <= o - MIN_GAP; ++q)
+                        best = min(best, F(j - 1u, s - 1u, q));
+                F(j, s, o) = best == NO_COST ? NO_COST : best + c[o];
+            }
+        }
+    uint o = 0, s = 0, least = NO_COST;
+    for (uint at = 0; at < n_offsets; ++at)
+        for (uint t = 0; t < layers; ++t)
+            if (F(n - 1u, t, at) < least) {
+                least = F(n - 1u, t, at);
+                o = at;
+                s = t;
+            }
+    out[n - 1u] = o;
+    for (uint j = n - 1u; j > 0u; --j) {
+        uint want = F(j, s, o) - c[o];
+        for (uint q = 0; q + MIN_GAP <= o; ++q) {
+            if (q + WIDTH <= o ? F(j - 1u, s, q) == want : s > 0u && F(j - 1u, s - 1u, q) == want) {
+                s -= q + WIDTH <= o ? 0u : 1u;
+                o = q;
+                break;
+            }
+        }
+        out[j - 1u] = o;
+    }
+#undef F
+}
+
+/* A work-group per row: row r's patterns go to offsets[pattern_base[r], pattern_base[r + 1]).
+ * A placed row takes n_placed[r] patterns with at most short_gaps[r] gaps below WIDTH (its
+ * costs at cost_base[r]); scratch holds (n (x + 1) + 1) (len - WIDTH + 1) uints. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void place_patterns(__global const uint *read_length, __global const uint *read_step,
+                    __global const uint *n_placed, __global const uint *short_gaps,
+                    __global const uint *cost_base, __global const uint *cost,
+                    __global const uint *pattern_base, __global uint *offsets, __local uint *scratch)
+{
+    uint r = get_group_id(0), lid = get_local_id(0);
+    uint len = read_length[r], n = n_placed[r];
+    __global uint *out = offsets + pattern_base[r];
+    if (len < WIDTH)
+        return;
+    if (n == 0u) {
+        uint step = read_step[r], np = pattern_base[r + 1] - pattern_base[r];
+        for (uint t = lid; t < np; t += WG)
+            out[t] = min(t * step, len - WIDTH);
+        return;
+    }
+    uint n_offsets = len - WIDTH + 1u;
+    for (uint o = lid; o < n_offsets; o += WG)
+        scratch[o] = cost[cost_base[r] + o];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0u)
+        place_row(scratch, scratch + n_offsets, n_offsets, n, short_gaps[r], out);
+}
