@@ -15,6 +15,7 @@
  * BIG_RANGE, SAVED. */
 
 #define WIDTH (SPAN + LN)
+#define NO_PATTERN 0xFFFFFFFFu
 
 typedef struct {
     uint seed;
@@ -122,17 +123,18 @@ inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __
     } while (0)
 
 /* Row r's patterns are numbered from pattern_base[r] to pattern_base[r + 1], pattern P at read
- * offset pattern_offset[P] (cl/placement.cl writes them); pattern P's non-empty position ranges,
- * the first SAVED of them, go to saved[SAVED P, + SAVED) and their number to n_found[P], so that
- * filter_emit does not look them up again. */
+ * offset pattern_offset[P] (cl/placement.cl writes them; NO_PATTERN for a slot left empty);
+ * pattern P's non-empty position ranges, the first SAVED of them, go to saved[SAVED P, + SAVED)
+ * and their number to n_found[P], so that filter_emit does not look them up again. A work-group
+ * per row of row_list. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void filter_count(__global const uchar *reads, __global const uint *read_offset,
-                  __global const uint *pattern_offset, SEGMENT_TABLES,
+                  __global const uint *pattern_offset, SEGMENT_TABLES, __global const uint *row_list,
                   __global const uint *pattern_base, __global uint *item_count, __global uint *read_count,
                   __global uint2 *saved, __global uint *n_found)
 {
     __local uint sum[WG];
-    uint r = get_group_id(0), lid = get_local_id(0);
+    uint r = row_list[get_group_id(0)], lid = get_local_id(0);
     __global const uchar *read = reads + read_offset[r];
     uint first = pattern_base[r], np = pattern_base[r + 1] - first;
     uint count = 0, found_here;
@@ -148,10 +150,11 @@ void filter_count(__global const uchar *reads, __global const uint *read_offset,
         }                                       \
     } while (0)
     for (uint t = lid; t < np; t += WG) {
-        pattern_t p = make_pattern(read, pattern_offset[first + t]);
+        uint o = pattern_offset[first + t];
+        pattern_t p = make_pattern(read, o == NO_PATTERN ? 0u : o);
         found_here = 0;
         saved_here = saved + SAVED * (first + t);
-        if (p.ok && p.seed - seed_lo < n_seeds) /* the other seeds are other segments' */
+        if (o != NO_PATTERN && p.ok && p.seed - seed_lo < n_seeds) /* the other seeds are other segments' */
             FOR_EACH_NEIGHBOR(p, COUNT);
         n_found[first + t] = found_here;
     }

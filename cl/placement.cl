@@ -1,27 +1,26 @@
 /* Pattern placement (marose/placement.py, the rule and its proof): pattern_costs ranks every
- * read offset of a placed row by how often its pattern occurs, one segment at a time;
- * place_patterns writes each row's pattern offsets, the least-cost ones the rule allows for
- * a placed row (n_placed[r] > 0), else the fixed layout 0, step, 2 step, ..., len - WIDTH.
+ * read offset of the rows to place by how often its pattern occurs, one segment at a time;
+ * place_patterns writes the rows' pattern offsets, the least-cost ones the rule allows (the
+ * host writes those of the fixed layout, which the other rows keep).
  *
- * Needs filter.cl (make_pattern, seed_hash, WIDTH). Defines beyond filter.cl's: MIN_GAP (the
- * rule's least gap), SEED_SHARE, COST_CAP. */
+ * Needs filter.cl (make_pattern, seed_hash, WIDTH, NO_PATTERN). Defines beyond filter.cl's:
+ * MIN_GAP (the rule's least gap), SEED_SHARE, COST_CAP. */
 
 #define NO_COST 0xFFFFFFFFu
 
-/* cost[cost_base[r] + o], for each offset o of a placed row whose seed is this segment's: the
- * pattern's own positions (times SEED_SHARE when E > 0) plus, when E > 0, its seed's. Offsets
- * with an N in the seed cost 0 (they are never found). The segments partition the seeds: run
- * on each, it writes every offset. A work-item takes LOOKUP_BATCH offsets at a time, each step
- * for all of them before the next, so that their memory reads (cache misses, mostly) overlap. */
+/* cost[cost_base[r] + o], for every offset o of each row r of row_list whose pattern's seed is
+ * this segment's: the pattern's own positions (times SEED_SHARE when E > 0) plus, when E > 0,
+ * its seed's. Offsets with an N in the seed cost 0 (they are never found). The segments
+ * partition the seeds: run on each, it writes every offset. A work-item takes LOOKUP_BATCH
+ * offsets at a time, each step for all of them before the next, so that their memory reads
+ * (cache misses, mostly) overlap. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void pattern_costs(__global const uchar *reads, __global const uint *read_offset,
-                   __global const uint *read_length, __global const uint *n_placed, SEGMENT_TABLES,
+                   __global const uint *read_length, SEGMENT_TABLES, __global const uint *row_list,
                    __global const uint *cost_base, __global uint *cost)
 {
-    uint r = get_group_id(0), lid = get_local_id(0);
+    uint r = row_list[get_group_id(0)], lid = get_local_id(0);
     uint len = read_length[r];
-    if (n_placed[r] == 0u || len < WIDTH)
-        return;
     __global const uchar *read = reads + read_offset[r];
     __global uint *out = cost + cost_base[r];
     uint n_offsets = len - WIDTH + 1u;
@@ -104,29 +103,24 @@ inline void place_row(__local const uint *c, __local uint *f, uint n_offsets, ui
 #undef F
 }
 
-/* A work-group per row: row r's patterns go to offsets[pattern_base[r], pattern_base[r + 1]).
- * A placed row takes n_placed[r] patterns with at most short_gaps[r] gaps below WIDTH (its
- * costs at cost_base[r]); scratch holds (n (x + 1) + 1) (len - WIDTH + 1) uints. */
+/* A work-group per row of row_list: row r takes n_placed[r] patterns with at most short_gaps[r]
+ * gaps below WIDTH, from its costs at cost_base[r], in offsets[pattern_base[r], + n_placed[r]),
+ * and NO_PATTERN in its other slots up to pattern_base[r + 1]; scratch holds
+ * (n (x + 1) + 1) (len - WIDTH + 1) uints. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void place_patterns(__global const uint *read_length, __global const uint *read_step,
+void place_patterns(__global const uint *row_list, __global const uint *read_length,
                     __global const uint *n_placed, __global const uint *short_gaps,
                     __global const uint *cost_base, __global const uint *cost,
                     __global const uint *pattern_base, __global uint *offsets, __local uint *scratch)
 {
-    uint r = get_group_id(0), lid = get_local_id(0);
-    uint len = read_length[r], n = n_placed[r];
+    uint r = row_list[get_group_id(0)], lid = get_local_id(0);
+    uint n = n_placed[r], np = pattern_base[r + 1] - pattern_base[r];
+    uint n_offsets = read_length[r] - WIDTH + 1u;
     __global uint *out = offsets + pattern_base[r];
-    if (len < WIDTH)
-        return;
-    if (n == 0u) {
-        uint step = read_step[r], np = pattern_base[r + 1] - pattern_base[r];
-        for (uint t = lid; t < np; t += WG)
-            out[t] = min(t * step, len - WIDTH);
-        return;
-    }
-    uint n_offsets = len - WIDTH + 1u;
     for (uint o = lid; o < n_offsets; o += WG)
         scratch[o] = cost[cost_base[r] + o];
+    for (uint t = n + lid; t < np; t += WG)
+        out[t] = NO_PATTERN;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid == 0u)
         place_row(scratch, scratch + n_offsets, n_offsets, n, short_gaps[r], out);

@@ -312,6 +312,7 @@ def write_stats(path: str, stats, elapsed: float, setup: float, device) -> None:
 
     record = {"reads": stats.reads, "mapped": stats.mapped, "unique": stats.unique, "loci": stats.loci,
               "candidates": stats.candidates, "aligned": stats.aligned, "lookups": stats.lookups,
+              "placed": stats.placed,
               "cells": stats.cells,
               "too_short": stats.too_short, "too_many_n": stats.too_many_n,
               "seconds": {"total": elapsed, "setup": setup, **stats.seconds}, "cpu_seconds": stats.cpu_seconds,
@@ -333,9 +334,11 @@ def explain(mapper, read_length: int) -> str:
     text = chosen.explain()
     measured = expected_candidates(mapper.index, chosen)
     if measured:
-        fixed, placed, n = measured
+        fixed, placed, share, n = measured
         text += (f"\non {n:,} reads drawn from the reference without errors, positions found a read strand: "
-                 f"{fixed:,.1f} in the fixed layout, {placed:,.1f} placed (before merging; --stats counts them)")
+                 f"{fixed:,.1f} in the fixed layout, {placed:,.1f} with the {share:.0%} of strands whose fixed "
+                 "patterns find more positions than they have offsets placed (before merging; --stats counts "
+                 "candidates and placed strands)")
     text += "\n" + explain_windows(read_length, mapper.k)
     if chosen.guaranteed and chosen.covers == "substitutions" and chosen.placement is None:
         p = chosen.params

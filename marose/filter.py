@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -12,7 +13,7 @@ from .device import PLAIN, Device, groups
 from .device_reads import PackedOnDevice
 from .dna import N_CODE, complement
 from .lookup import DeviceSegment
-from .placement import COST_CAP, SEED_SHARE, Placement, min_gap
+from .placement import COST_CAP, SEED_SHARE, Placement, min_gap, worth_placing
 from .regions import leading_entries, region_offsets
 from .row_sort import TILE, sort_long_rows
 from .sensitivity import neighborhood_size
@@ -24,6 +25,7 @@ CPU_WORK_GROUP = 16  # a CPU runs a work-group's items in turn, and each barrier
 MAX_LOCAL_CANDIDATES = 4096
 CPU_LOOKUP_BATCH = 32  # lookups a work-item hashes before it reads their slots, on a CPU
 SAVED_RANGES = 6  # position ranges a pattern's count keeps at most for its emit (more: emit looks them up again)
+NO_PATTERN = 0xFFFFFFFF  # a pattern slot a placed row leaves empty (cl/filter.cl)
 SPARE_LOCAL = 1024  # bytes of local memory left to the runtime beside place_patterns' scratch
 
 
@@ -171,70 +173,105 @@ class Filter:
         """Whether place_patterns has the local memory to place rows of this length by the rule."""
         return 4 * rule.scratch_words(read_length) <= self.device.device.local_mem_size - SPARE_LOCAL
 
-    def upload(self, strands: Strands, layout: Layout, active: np.ndarray | None = None,
-               segments=()) -> "FilterReads":
-        """The rows on the device with their pattern offsets; inactive rows get no patterns.
-        segments: every segment of the index (DeviceSegment, in turn), where placed rows
-        (layout.n_placed) look their patterns' costs up."""
+    def candidates(self, strands: Strands, layout: Layout, active: np.ndarray | None,
+                   segments: Callable[[], Iterable[DeviceSegment]]) -> "Filtered":
+        """The candidates of the active rows, left on the device, one DeviceCandidates a segment
+        (segments() gives every segment of the index, in turn, each time it is called).
+
+        Every row's patterns are first counted in the fixed layout. A row that layout.n_placed
+        allows to place, whose fixed patterns find more positions than it has offsets (what
+        ranking them costs, placement.worth_placing), is placed: its offsets are ranked,
+        placed and counted again. The candidates come from the counts that stand."""
+        reads = self.upload(strands, layout, active)
+        counts = [self.count(seg, reads, reads.all_rows, strands.n) for seg in segments()]
+        placed = np.zeros(0, np.int64)
+        if np.any(reads.placeable):
+            found = sum(c.read_counts(self.device) for c in counts)
+            placed = np.flatnonzero(reads.placeable & worth_placing(found, reads.lengths, self.width))
+        if placed.size:
+            rows = self.device.to_device(placed.astype(np.uint32))
+            self.place(reads, layout, rows, placed, segments())
+            counts = [self.count(seg, reads, rows, placed.size, c) for seg, c in zip(segments(), counts)]
+        return Filtered(reads, [self.emit(seg, reads, c) for seg, c in zip(segments(), counts)], placed)
+
+    def upload(self, strands: Strands, layout: Layout, active: np.ndarray | None = None) -> "FilterReads":
+        """The rows on the device, each with the fixed layout's patterns; inactive rows get none."""
         d = self.device
         lengths = np.asarray(strands.lengths if active is None else np.where(active, strands.lengths, 0),
                              dtype=np.int64)
         usable = lengths >= self.width
         steps = layout.step.astype(np.int64)
-        placed = np.where(usable, layout.n_placed, 0).astype(np.int64)
-        fixed = (np.maximum(lengths, self.width) - self.width + steps - 1) // steps + usable
-        pattern_base = region_offsets(np.where(placed > 0, placed, fixed))
-        n_offsets = np.where(placed > 0, lengths - self.width + 1, 0)
+        pattern_base = region_offsets((np.maximum(lengths, self.width) - self.width + steps - 1) // steps + usable)
+        n_patterns = np.diff(pattern_base.astype(np.int64))
+        t = np.arange(int(pattern_base[-1])) - np.repeat(pattern_base[:-1].astype(np.int64), n_patterns)
+        offsets = np.minimum(t * np.repeat(steps, n_patterns), np.repeat(lengths - self.width, n_patterns))
+        return FilterReads((strands.rows_on(d), strands.offsets_on(d), d.to_device(offsets.astype(np.uint32))),
+                           d.to_device(pattern_base), pattern_base, lengths, d.to_device(lengths.astype(np.uint32)),
+                           usable & (layout.n_placed > 0), d.to_device(np.arange(strands.n, dtype=np.uint32)))
+
+    def place(self, reads: "FilterReads", layout: Layout, rows, placed: np.ndarray, segments) -> None:
+        """Places the patterns of the rows (on the device, and placed on the host: their numbers)
+        by layout's rules, from their costs looked up in every segment."""
+        d = self.device
+        n_offsets = np.zeros(reads.lengths.size, np.int64)
+        n_offsets[placed] = reads.lengths[placed] - self.width + 1
         cost_base = region_offsets(n_offsets)
-        n = strands.n
-        rows, row_offsets = strands.rows_on(d), strands.offsets_on(d)
-        length_buffer, placed_buffer = d.to_device(lengths.astype(np.uint32)), d.to_device(placed.astype(np.uint32))
         cost_base_buffer, cost = d.to_device(cost_base), d.empty(4 * int(cost_base[-1]))
-        if cost_base[-1]:
-            looked_up = 0
-            for seg in segments:
-                d.launch(self.cost_kernel, (n * self.wg,), (self.wg,), rows, row_offsets, length_buffer,
-                         placed_buffer, *seg.tables, cost_base_buffer, cost)
-                looked_up += 1
-            if not looked_up:
-                raise ValueError("placed rows need the index segments to look their pattern costs up")
-        scratch = (placed * (layout.short_gaps + 1) + 1) * n_offsets
-        pattern_base_buffer, offsets = d.to_device(pattern_base), d.empty(4 * int(pattern_base[-1]))
-        if n:
-            d.launch(self.place_kernel, (n * self.wg,), (self.wg,), length_buffer, d.to_device(layout.step),
-                     placed_buffer, d.to_device(layout.short_gaps), cost_base_buffer, cost, pattern_base_buffer,
-                     offsets, d.cl.LocalMemory(4 * max(1, int(scratch.max(initial=0)))))
-        return FilterReads((rows, row_offsets, offsets), pattern_base_buffer, pattern_base)
+        looked_up = 0
+        for seg in segments:
+            d.launch(self.cost_kernel, (placed.size * self.wg,), (self.wg,), *reads.buffers[:2], reads.lengths_buffer,
+                     *seg.tables, rows, cost_base_buffer, cost)
+            looked_up += 1
+        if not looked_up:
+            raise ValueError("placing patterns needs the index segments to look their costs up")
+        n = layout.n_placed.astype(np.int64)[placed]
+        if np.any(n > np.diff(reads.pattern_base_host.astype(np.int64))[placed]):
+            raise ValueError("a placement needs more patterns than the fixed layout it replaces")
+        scratch = (n * (layout.short_gaps[placed].astype(np.int64) + 1) + 1) * n_offsets[placed]
+        d.launch(self.place_kernel, (placed.size * self.wg,), (self.wg,), rows, reads.lengths_buffer,
+                 d.to_device(np.asarray(layout.n_placed, np.uint32)), d.to_device(np.asarray(layout.short_gaps, np.uint32)),
+                 cost_base_buffer, cost, reads.pattern_base, reads.buffers[2], d.cl.LocalMemory(4 * int(scratch.max())))
 
     def offsets(self, reads_on_device: "FilterReads") -> list[np.ndarray]:
-        """Each row's pattern offsets, as place_patterns wrote them."""
+        """Each row's pattern offsets, as place_patterns wrote them (its empty slots left out)."""
         base = reads_on_device.pattern_base_host
         found = self.device.read(reads_on_device.buffers[2], np.uint32, int(base[-1])).astype(np.int64)
-        return np.split(found, base[1:-1])
+        return [row[row != NO_PATTERN] for row in np.split(found, base[1:-1])]
 
-    def emit(self, seg: DeviceSegment, n: int, reads_on_device: "FilterReads") -> "DeviceCandidates":
-        """Candidates of n rows left on the device: row r's are the first count[r] entries at
-        offset[r] of the buffer, sorted and unique."""
+    def count(self, seg: DeviceSegment, reads: "FilterReads", rows, n_rows: int,
+              into: "Counts | None" = None) -> "Counts":
+        """filter_count of the rows (a buffer of n_rows row numbers) in a segment: into the
+        given Counts (whose other rows keep theirs), or new ones."""
+        d, n = self.device, reads.lengths.size
+        if into is None:
+            n_patterns = max(1, reads.n_patterns)
+            into = Counts(d.empty(4 * max(1, n) * self.wg), d.empty(4 * max(1, n)),
+                          d.empty(8 * self.saved * n_patterns), d.empty(4 * n_patterns), n)
+        if n_rows:
+            d.launch(self.count_kernel, (n_rows * self.wg,), (self.wg,), *reads.buffers, *seg.tables, rows,
+                     reads.pattern_base, into.item_count, into.read_count, into.saved, into.n_found)
+        return into
+
+    def emit(self, seg: DeviceSegment, reads: "FilterReads", counted: "Counts") -> "DeviceCandidates":
+        """Candidates of the rows left on the device, from their counts in the segment: row r's
+        are the first count[r] entries at offset[r] of the buffer, sorted and unique."""
         d = self.device
+        n = reads.lengths.size
         if n == 0:
             return DeviceCandidates(d.empty(4), d.to_device(np.zeros(1, np.uint32)), d.empty(4),
                                     np.zeros(1, np.uint32))
         wg = self.wg
         global_size = (n * wg,)
-        item_count, read_count = d.empty(4 * n * wg), d.empty(4 * n)
-        n_patterns = max(1, reads_on_device.n_patterns)
-        saved, n_found = d.empty(8 * self.saved * n_patterns), d.empty(4 * n_patterns)
-        d.launch(self.count_kernel, global_size, (wg,), *reads_on_device.buffers, *seg.tables,
-                 reads_on_device.pattern_base, item_count, read_count, saved, n_found)
-        counts = d.read(read_count, np.uint32, n).astype(np.int64)
+        item_count, read_count, saved, n_found = counted.item_count, counted.read_count, counted.saved, counted.n_found
+        counts = counted.read_counts(d)
         offsets = region_offsets(counts)
         candidates, out_count = d.empty(4 * int(offsets[-1])), d.empty(4 * n)
         offsets_on_device = d.to_device(offsets)
         most_big = int(counts[counts > self.capacity].sum()) // (wg + 1)  # long ranges there can be
         big_ranges, listed = d.empty(16 * most_big), d.zeros(4)
-        d.launch(self.emit_kernel, global_size, (wg,), *reads_on_device.buffers, *seg.tables,
-                 reads_on_device.pattern_base, saved, n_found, seg.positions, self.contig_start, self.n_contigs,
-                 item_count, offsets_on_device, candidates, out_count, big_ranges, listed)
+        d.launch(self.emit_kernel, global_size, (wg,), *reads.buffers, *seg.tables, reads.pattern_base, saved,
+                 n_found, seg.positions, self.contig_start, self.n_contigs, item_count, offsets_on_device,
+                 candidates, out_count, big_ranges, listed)
         if most_big:
             d.launch(self.expand_kernel, (most_big * wg,), (wg,), big_ranges, listed, seg.positions,
                      self.contig_start, self.n_contigs, candidates)
@@ -242,28 +279,63 @@ class Filter:
                        PROGRAM)
         return DeviceCandidates(candidates, offsets_on_device, out_count, offsets)
 
-    def run(self, seg: DeviceSegment, strands: Strands, reads_on_device: "FilterReads") -> Candidates:
-        """The candidates of every row on the host, sorted by row then start, unique."""
-        n = strands.n
-        on_device = self.emit(seg, n, reads_on_device)
-        d, offsets = self.device, on_device.offsets
-        found = d.read(on_device.buffer, np.uint32, int(offsets[-1]))
-        written = d.read(on_device.count, np.uint32, n).astype(np.int64)
-        row = np.repeat(np.arange(n, dtype=np.uint32), written)
-        return Candidates(row, found[leading_entries(offsets[:-1], written)])
+    def run(self, strands: Strands, layout: Layout, segments: list[DeviceSegment],
+            active: np.ndarray | None = None) -> tuple[Candidates, "Filtered"]:
+        """The candidates of every row on the host, sorted by row then start, unique (over the
+        segments); and what the filter left on the device."""
+        filtered = self.candidates(strands, layout, active, lambda: iter(segments))
+        d, rows, starts = self.device, [], []
+        for on_device in filtered.found:
+            offsets = on_device.offsets
+            found = d.read(on_device.buffer, np.uint32, int(offsets[-1]))
+            written = d.read(on_device.count, np.uint32, strands.n).astype(np.int64)
+            rows.append(np.repeat(np.arange(strands.n, dtype=np.uint32), written))
+            starts.append(found[leading_entries(offsets[:-1], written)])
+        if not rows:
+            return unique_candidates(np.zeros(0, np.uint32), np.zeros(0, np.uint32)), filtered
+        return unique_candidates(np.concatenate(rows), np.concatenate(starts)), filtered
 
 
 @dataclass
 class FilterReads:
-    """Rows on the device for the filter (Filter.upload)."""
+    """Rows on the device for the filter (Filter.upload), with their patterns' offsets."""
 
-    buffers: tuple  # rows, row offsets, pattern offsets (uint32 per pattern)
-    pattern_base: object  # uint32 per row + 1: where each row's patterns are numbered from
+    buffers: tuple  # rows, row offsets, pattern offsets (uint32 per pattern slot)
+    pattern_base: object  # uint32 per row + 1: where each row's pattern slots are numbered from
     pattern_base_host: np.ndarray
+    lengths: np.ndarray  # int64 per row, 0 for inactive rows
+    lengths_buffer: object
+    placeable: np.ndarray  # bool per row: the layout allows placing its patterns
+    all_rows: object  # uint32 0, 1, ..., n - 1: a row list of every row
 
     @property
     def n_patterns(self) -> int:
         return int(self.pattern_base_host[-1])
+
+
+@dataclass
+class Counts:
+    """filter_count's output for the rows in one segment (Filter.count)."""
+
+    item_count: object  # uint32 per row and work-item
+    read_count: object  # uint32 per row
+    saved: object  # uint2 per pattern slot and kept range
+    n_found: object  # uint32 per pattern slot
+    n_rows: int
+
+    def read_counts(self, device: Device) -> np.ndarray:
+        """Positions each row's patterns found, int64."""
+        return device.read(self.read_count, np.uint32, self.n_rows).astype(np.int64)
+
+
+@dataclass
+class Filtered:
+    """What Filter.candidates leaves: the rows and their final pattern offsets, the candidates
+    of each segment, and the rows whose patterns were placed."""
+
+    reads: FilterReads
+    found: list  # DeviceCandidates per segment
+    placed: np.ndarray  # row numbers, int64
 
 
 @dataclass

@@ -87,19 +87,24 @@ def neighborhood_counts(segments: Sequence[Segment], params: IndexParams, reads:
 
 def layout_offsets(segments: Sequence[Segment], params: IndexParams, strands: Strands, e: int, layout: Layout,
                    active: np.ndarray | None = None) -> list[np.ndarray]:
-    """Each row's pattern offsets as place_patterns writes them (inactive rows have none)."""
+    """Each row's pattern offsets as Filter.candidates leaves them (inactive rows have none): the
+    fixed layout's, or placed ones for a row the layout allows to place whose fixed patterns
+    find more positions than it has offsets."""
     found = []
     for r in range(strands.n):
         length = int(strands.lengths[r]) if active is None or active[r] else 0
-        if length < params.width:
-            found.append(np.zeros(0, np.int64))
-        elif layout.n_placed[r] == 0:
-            found.append(np.array(pattern_offsets(length, params.width, int(layout.step[r])), np.int64))
-        else:
-            rule = placement.Placement(int(layout.n_placed[r]), int(layout.short_gaps[r]),
-                                       placement.min_gap(params.mask, params.ln, e), params.width)
-            costs = pattern_costs(segments, params, strands.codes[r, :length], e)
-            found.append(placement.choose_offsets(costs[None, :], rule)[0])
+        fixed = np.array(pattern_offsets(length, params.width, int(layout.step[r])), np.int64)
+        if length < params.width or layout.n_placed[r] == 0:
+            found.append(fixed)
+            continue
+        read = strands.codes[r, :length]
+        positions = neighborhood_counts(segments, params, read[None], e, fixed[None]).sum()
+        if not placement.worth_placing(positions, length, params.width):
+            found.append(fixed)
+            continue
+        rule = placement.Placement(int(layout.n_placed[r]), int(layout.short_gaps[r]),
+                                   placement.min_gap(params.mask, params.ln, e), params.width)
+        found.append(placement.choose_offsets(pattern_costs(segments, params, read, e)[None, :], rule)[0])
     return found
 
 

@@ -187,12 +187,14 @@ class Choice:
         n_offsets = self.read_length - p.width + 1
         edits = rule.n - 1 - rule.short_gaps
         lines += [
-            f"placed: {rule.n} patterns a read strand at the offsets where the index finds them rarest, of "
-            f"{n_offsets}, at least {rule.min_gap} apart and at most {rule.short_gaps} of them less than "
-            f"{rule.width}: every such placement keeps this guarantee"
+            f"placed: a read strand whose fixed patterns find more than {n_offsets} positions (its offsets) "
+            f"takes instead {rule.n} patterns at the offsets where the index finds them rarest, at least "
+            f"{rule.min_gap} apart and at most {rule.short_gaps} of them less than {rule.width} apart: every "
+            "such placement keeps this guarantee"
             + ("" if self.covers == "edits" else f", and every locus with <= {edits} edits, as the fixed layout does"),
-            f"expected per read and strand: {n_offsets + rule.n * p.lookups_per_pattern:,} lookups "
-            f"({n_offsets} to rank the offsets); {self.candidates_per_read:,.1f} candidates in the fixed layout",
+            f"expected per read and strand: {self.lookups_per_read:,.0f} lookups, "
+            f"{n_offsets + rule.n * p.lookups_per_pattern:,} more for a strand placed; "
+            f"{self.candidates_per_read:,.1f} candidates in the fixed layout",
         ]
         return "\n".join(lines)
 

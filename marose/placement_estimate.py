@@ -33,10 +33,12 @@ def sample_reads(reference, length: int, n: int, rng) -> np.ndarray:
     return reads[:n]
 
 
-def expected_candidates(index, choice: Choice, n_reads: int = SAMPLE_READS) -> tuple[float, float, int] | None:
-    """(fixed, placed, reads): the positions a read strand's patterns find (before
-    de-duplication), averaged over both strands of up to n_reads reads drawn from the
-    reference; None when the choice places no patterns or no such read exists."""
+def expected_candidates(index, choice: Choice, n_reads: int = SAMPLE_READS) -> tuple[float, float, float, int] | None:
+    """(fixed, placed, share placed, reads): the positions a read strand's patterns find (before
+    de-duplication) in the fixed layout and as the filter lays them out (placed where
+    placement.worth_placing), averaged over both strands of up to n_reads reads drawn from the
+    reference, and the share of strands placed; None when the choice places no patterns or no
+    such read exists."""
     rule = choice.placement
     if rule is None:
         return None
@@ -45,8 +47,10 @@ def expected_candidates(index, choice: Choice, n_reads: int = SAMPLE_READS) -> t
     if not len(reads):
         return None
     rows = Strands.from_reads(reads, np.full(len(reads), length)).codes
-    placed = placement.choose_offsets(pattern_costs(index.segments, index.params, rows, p.e), rule)
-    fixed = np.tile(pattern_offsets(length, p.width, p.step), (rows.shape[0], 1))
-    found = [neighborhood_counts(index.segments, index.params, rows, p.e, offsets).sum(axis=1).mean()
-             for offsets in (fixed, placed)]
-    return float(found[0]), float(found[1]), len(reads)
+    fixed_offsets = np.tile(pattern_offsets(length, p.width, p.step), (rows.shape[0], 1))
+    fixed = neighborhood_counts(index.segments, index.params, rows, p.e, fixed_offsets).sum(axis=1)
+    worth = placement.worth_placing(fixed, length, p.width)
+    placed_offsets = placement.choose_offsets(pattern_costs(index.segments, index.params, rows[worth], p.e), rule)
+    laid_out = fixed.copy()
+    laid_out[worth] = neighborhood_counts(index.segments, index.params, rows[worth], p.e, placed_offsets).sum(axis=1)
+    return float(fixed.mean()), float(laid_out.mean()), float(worth.mean()), len(reads)

@@ -14,7 +14,21 @@ from marose.filter import Filter, Layout, Strands, unique_candidates
 from marose.filter_twin import fixed_offsets, layout_offsets, pattern_offsets, patterns, reference_filter
 from marose.placement import Placement, min_gap
 from marose.reads import ReadBatch
-from marose.reference import read_fasta
+from marose.reference import Reference, read_fasta
+
+
+def with_copies(ref, rng, copies=20, size=2000, diverged=0.03):
+    """The reference and a contig of copies of one of its pieces, each 3% diverged: reads
+    there find many positions, as in a genome's repeats."""
+    piece = ref.codes[5000:5000 + size]
+    repeats = []
+    for _ in range(copies):
+        copy = piece.copy()
+        where = rng.random(size) < diverged
+        copy[where] = (copy[where] + rng.integers(1, 4, int(where.sum()))) % 4
+        repeats.append(copy)
+    codes = np.concatenate([ref.codes, *repeats])
+    return Reference(ref.names + ["copies"], np.append(ref.lengths, copies * size), codes)
 
 
 def simulated_strands(ref, n, length, rng, n_sub=2, n_with_n=3):
@@ -48,6 +62,8 @@ def simulated_strands(ref, n, length, rng, n_sub=2, n_with_n=3):
 def test_kernel_equals_numpy_twin(device, mask, ln, e, step, seg_size, batch, wg, parts, placed):
     rng = np.random.default_rng(len(mask) * 10 + e)
     ref = read_fasta(LAMBDA)
+    if placed:
+        ref = with_copies(ref, rng)
     params = IndexParams(mask, ln, seg_size)
     segments = build_segments(ref, params)
     if parts > 1:
@@ -59,20 +75,19 @@ def test_kernel_equals_numpy_twin(device, mask, ln, e, step, seg_size, batch, wg
     layout = Layout.fixed(strands.n, step)
     if placed:
         layout.place(np.arange(strands.n) % 3 > 0, Placement(*placed, min_gap(mask, ln, e), params.width))
-    on_device_segments = [lookup.upload(device, seg) for seg in segments]
-    on_device = filt.upload(strands, layout, None, on_device_segments)
+    got, filtered = filt.run(strands, layout, [lookup.upload(device, seg) for seg in segments])
     want_offsets = layout_offsets(segments, params, strands, e, layout)
-    assert all(np.array_equal(g, w) for g, w in zip(filt.offsets(on_device), want_offsets))
-    rows, starts = [], []
-    for seg in on_device_segments:
-        got = filt.run(seg, strands, on_device)
-        assert np.all(np.diff(got.row.astype(np.int64) * 2**32 + got.start) > 0)  # sorted, unique
-        rows.append(got.row)
-        starts.append(got.start)
-    got = unique_candidates(np.concatenate(rows), np.concatenate(starts))
+    assert all(np.array_equal(g, w) for g, w in zip(filt.offsets(filtered.reads), want_offsets))
     want = reference_filter(segments, params, strands, e, want_offsets, ref.offsets)
     assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
     assert want.row.size >= 35  # most reads find their own locus
+    for on_device in filtered.found:  # each segment's rows sorted and unique
+        written = device.read(on_device.count, np.uint32, strands.n)
+        found = device.read(on_device.buffer, np.uint32, int(on_device.offsets[-1]))
+        for r in range(strands.n):
+            assert np.all(np.diff(found[on_device.offsets[r]:on_device.offsets[r] + written[r]].astype(np.int64)) > 0)
+    if placed:
+        assert 0 < filtered.placed.size < strands.n and np.all(filtered.placed % 3 > 0)
 
 
 def test_patterns_with_more_ranges_than_count_keeps_are_looked_up_again(device, monkeypatch):
@@ -82,7 +97,7 @@ def test_patterns_with_more_ranges_than_count_keeps_are_looked_up_again(device, 
     seg = build_segments(ref, params)[0]
     strands = simulated_strands(ref, 40, 60, np.random.default_rng(5))
     filt = Filter(device, params, 3, ref.total_length, ref.offsets)
-    got = filt.run(lookup.upload(device, seg), strands, filt.upload(strands, Layout.fixed(strands.n, 4)))
+    got, _ = filt.run(strands, Layout.fixed(strands.n, 4), [lookup.upload(device, seg)])
     want = reference_filter([seg], params, strands, 3, fixed_offsets(strands, params.width, 4), ref.offsets)
     assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
     ranges = [np.count_nonzero(np.subtract(*query.slot_ranges(seg, np.full(keys.size, seed), keys)))
@@ -99,7 +114,7 @@ def test_reads_that_overflow_local_memory_are_merged_in_global_memory(tmp_path, 
     codes = np.tile(encode("ACGTTGCAAGT" * 5)[None, :], (3, 1))
     strands = Strands.from_reads(codes, np.array([55, 40, 16]))
     filt = Filter(device, params, 1, ref.total_length, ref.offsets, wg=wg)
-    got = filt.run(lookup.upload(device, seg), strands, filt.upload(strands, Layout.fixed(strands.n)))
+    got, _ = filt.run(strands, Layout.fixed(strands.n), [lookup.upload(device, seg)])
     want = reference_filter([seg], params, strands, 1, fixed_offsets(strands, params.width, 1), ref.offsets)
     assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
     raw = np.bincount(want.row, minlength=strands.n) * (strands.lengths - params.width + 1)
@@ -145,7 +160,7 @@ def test_reads_sorted_by_rank_and_by_radix_agree_with_the_twin(tmp_path, device)
         codes[i, : r.size] = r
     strands = Strands.from_reads(codes, np.array([r.size for r in reads]))
     filt = Filter(device, params, 0, ref.total_length, ref.offsets, wg=64)  # rank sorts up to 4 wg
-    got = filt.run(lookup.upload(device, seg), strands, filt.upload(strands, Layout.fixed(strands.n)))
+    got, _ = filt.run(strands, Layout.fixed(strands.n), [lookup.upload(device, seg)])
     want = reference_filter([seg], params, strands, 0, fixed_offsets(strands, params.width, 1), ref.offsets)
     assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
     raw = []
@@ -164,6 +179,5 @@ def test_no_rows_no_candidates(device):
     params = IndexParams("########", 7, 1 << 26)
     filt = Filter(device, params, 1, ref.total_length, ref.offsets)
     strands = Strands.from_reads(np.zeros((0, 40), np.uint8), np.zeros(0, np.int64))
-    got = filt.run(lookup.upload(device, build_segments(ref, params)[0]), strands,
-                   filt.upload(strands, Layout.fixed(0)))
+    got, _ = filt.run(strands, Layout.fixed(0), [lookup.upload(device, build_segments(ref, params)[0])])
     assert got.row.size == 0 and got.start.size == 0

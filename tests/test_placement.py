@@ -139,3 +139,20 @@ def test_dynamic_program_finds_the_least_cost_placement():
 def test_costs_cap_and_rank_seed_counts_only_with_neighbors():
     assert pattern_cost([0, 5, 2**30], [100, 100, 0], 0).tolist() == [0, 5, (1 << 24) - 1]
     assert pattern_cost([0, 5], [100, 100], 1).tolist() == [100, 180]
+
+
+def test_explain_reports_the_placement_and_what_it_finds(tmp_path, capsys):
+    from conftest import LAMBDA
+    from marose.reference import read_fasta
+    from test_map import build_index, run_map, simulate, write_reads
+
+    fasta = tmp_path / "lambda.fa.gz"
+    fasta.write_bytes(open(LAMBDA, "rb").read())
+    build_index(str(fasta))
+    reads = simulate(read_fasta(str(fasta)), 20, 100, 2, np.random.default_rng(7))
+    assert run_map("-x", fasta, write_reads(tmp_path / "r.fq", reads), "-k", 4, "--explain", "-o",
+                   tmp_path / "out.sam") == 0
+    text = capsys.readouterr().err
+    assert "guaranteed: every locus with <= 4 edits" in text
+    assert "takes instead 5 patterns at the offsets where the index finds them rarest" in text
+    assert "reads drawn from the reference without errors, positions found a read strand" in text
