@@ -1,12 +1,24 @@
-/* Pattern placement (marose/placement.py, the rule and its proof): pattern_costs ranks every
- * read offset of the rows to place by how often its pattern occurs, one segment at a time;
- * place_patterns writes the rows' pattern offsets, the least-cost ones the rule allows (the
- * host writes those of the fixed layout, which the other rows keep).
+/* Where each row's patterns go (marose/placement.py, the rule and its proof): fixed_offsets
+ * writes the fixed layout's offsets of every row; pattern_costs ranks every read offset of the
+ * rows to place by how often its pattern occurs, one segment at a time; place_patterns writes
+ * those rows' offsets, the least-cost ones the rule allows.
  *
  * Needs filter.cl (make_pattern, seed_hash, WIDTH, NO_PATTERN). Defines beyond filter.cl's:
  * MIN_GAP (the rule's least gap), SEED_SHARE, COST_CAP. */
 
 #define NO_COST 0xFFFFFFFFu
+
+/* A work-item per row: offsets 0, step, 2 step, ... and len - WIDTH in its pattern slots. */
+__kernel void fixed_offsets(__global const uint *read_length, __global const uint *read_step,
+                            __global const uint *pattern_base, uint n_rows, __global uint *offsets)
+{
+    uint r = get_global_id(0);
+    if (r >= n_rows)
+        return;
+    uint len = read_length[r], step = read_step[r], first = pattern_base[r], np = pattern_base[r + 1] - first;
+    for (uint t = 0; t < np; ++t)
+        offsets[first + t] = min(t * step, len - WIDTH);
+}
 
 /* cost[cost_base[r] + o], for every offset o of each row r of row_list whose pattern's seed is
  * this segment's: the pattern's own positions (times SEED_SHARE when E > 0) plus, when E > 0,

@@ -161,6 +161,7 @@ class Filter:
         defines.update({"MIN_GAP": min_gap(params.mask, params.ln, e), "SEED_SHARE": SEED_SHARE,
                         "COST_CAP": f"{COST_CAP}u"})
         self.defines = defines
+        self.fixed_kernel = device.kernel(PROGRAM, "fixed_offsets", defines)
         self.cost_kernel = device.kernel(PROGRAM, "pattern_costs", defines)
         self.place_kernel = device.kernel(PROGRAM, "place_patterns", defines)
         self.count_kernel = device.kernel(PROGRAM, "filter_count", defines)
@@ -202,12 +203,14 @@ class Filter:
         usable = lengths >= self.width
         steps = layout.step.astype(np.int64)
         pattern_base = region_offsets((np.maximum(lengths, self.width) - self.width + steps - 1) // steps + usable)
-        n_patterns = np.diff(pattern_base.astype(np.int64))
-        t = np.arange(int(pattern_base[-1])) - np.repeat(pattern_base[:-1].astype(np.int64), n_patterns)
-        offsets = np.minimum(t * np.repeat(steps, n_patterns), np.repeat(lengths - self.width, n_patterns))
-        return FilterReads((strands.rows_on(d), strands.offsets_on(d), d.to_device(offsets.astype(np.uint32))),
-                           d.to_device(pattern_base), pattern_base, lengths, d.to_device(lengths.astype(np.uint32)),
-                           usable & (layout.n_placed > 0), d.to_device(np.arange(strands.n, dtype=np.uint32)))
+        reads = FilterReads((strands.rows_on(d), strands.offsets_on(d), d.empty(4 * int(pattern_base[-1]))),
+                            d.to_device(pattern_base), pattern_base, lengths, d.to_device(lengths.astype(np.uint32)),
+                            usable & (layout.n_placed > 0), d.to_device(np.arange(strands.n, dtype=np.uint32)))
+        if strands.n:
+            d.launch(self.fixed_kernel, groups(strands.n, 64), None, reads.lengths_buffer,
+                     d.to_device(np.asarray(layout.step, np.uint32)), reads.pattern_base, np.uint32(strands.n),
+                     reads.buffers[2])
+        return reads
 
     def place(self, reads: "FilterReads", layout: Layout, rows, placed: np.ndarray, segments) -> None:
         """Places the patterns of the rows (on the device, and placed on the host: their numbers)

@@ -319,8 +319,8 @@ MAP_CHECKS = [
     ("unpack_genome, mark_n_runs (the genome)", check_genome),
     ("count_newlines, scan_chunks, write_newlines, fastq_fields, fastq_pack (FASTQ records)", check_fastq),
     ("both_strands (reverse complements)", check_strands),
-    ("pattern_costs, place_patterns, filter_count, filter_emit, expand_ranges and the row sorts (the filter's "
-     "pattern offsets and candidates)", check_filter),
+    ("fixed_offsets, pattern_costs, place_patterns, filter_count, filter_emit, expand_ranges and the row sorts "
+     "(the filter's pattern offsets and candidates)", check_filter),
     ("row_loci, merge_runs, row_counts, best_loci, place_loci (loci within k edits)", check_loci),
     ("traceback, alignment_text (CIGAR, NM, MD)", check_alignments),
     ("sam_records (SAM text)", check_sam_records),

@@ -10,9 +10,9 @@ Rule R(n, x, g), where g = min_gap(mask, ln, e) satisfies 2 g >= W:
   (a) consecutive offsets are at least g apart, and
   (b) at most x of the n - 1 gaps are shorter than W.
 
-A gap g' in [g, W) is *compatible*: two patterns g' apart have disjoint '#' positions and
-disjoint neighborhoods, and, for e = 0, the first's neighborhood holds no '#' of the second.
-(The first's '#' positions all lie before the second's neighborhood.)
+A gap g' in [g, W) is *compatible*: two patterns g' apart have disjoint '#' positions and,
+for e = 0, disjoint neighborhoods and no '#' of the second in the first's neighborhood. (The
+first's '#' positions all lie before the second's neighborhood.)
 
 Theorem. Patterns placed by R(n, x, g) are found at every locus with at most n - 1
 substitutions, and at every locus with at most n - 1 - x edits.
@@ -23,17 +23,19 @@ pattern p, the next kept one is p + 1 (gap >= W) or p + 2 (offset >= o_p + 2 g >
 Only patterns after a short gap are dropped, so at least n - x are kept. An edit lies in at
 most one kept window, so n - 1 - x edits leave a kept window clean, and its pattern is found.
 
-Substitutions. As 2 g >= W, windows i and i + 2 never meet: a read position lies in at most
-two windows, of consecutive patterns, where the first's neighborhood meets the second's seed.
-Let S be substitutions that leave no pattern found.
+Substitutions. As 2 g >= W, windows i and i + 2 never meet. Let S be substitutions that leave
+no pattern found; we give each pattern a substitution of its own, so |S| >= n.
   e = 0: a pattern dies only by a substitution on its '#' or neighborhood positions, and those
-  sets are disjoint between patterns, so |S| >= n.
-  e >= 1: let D be the patterns with a substitution on a '#' position, B the others (each has
-  at least e + 1 >= 2 in its neighborhood). Pick one substitution on a '#' of each pattern of D:
-  |D| distinct ones (the '#' sets are disjoint), the set C. The neighborhood substitutions of
-  the patterns of B are at least 2 |B| distinct ones (neighborhoods are disjoint), the set N. A
-  pattern's neighborhood meets the '#' positions of the next pattern only, so it holds at most
-  one element of C: |C & N| <= |B|, and |S| >= |C | N| >= |D| + 2 |B| - |B| = n.
+  sets are disjoint between patterns: each takes one there.
+  e >= 1: each pattern with a substitution on a '#' takes one (distinct: the '#' sets are
+  disjoint). The others each have at least e + 1 >= 2 in their neighborhood; first to last,
+  each takes one of those not taken yet, outside the next pattern's window where it can. In a
+  pattern P's neighborhood at most two can be taken before P chooses: the next pattern's (only
+  its '#' positions meet P's neighborhood) and the previous pattern P''s, both needed to leave
+  P none when it has just two. P' then took one in P's window because it had no other free:
+  its own two but for the one its previous pattern took there, and so on back. The first of
+  that chain had no such previous pattern, so two free ones, both in the next pattern's window;
+  that next pattern then had one free outside its own next's window, and the chain breaks.
 An N in the read counts as one of the errors: in a '#' it kills the pattern, in the
 neighborhood it is looked up as A, which costs at most what a substitution costs.
 
@@ -76,8 +78,7 @@ def compatible(gap: int, mask: str, ln: int, e: int) -> bool:
     seeds = seed_positions(mask)
     second = {gap + j for j in seeds}
     neighborhood = set(range(span, width))
-    return (2 * gap >= width and not seeds & second and gap >= ln
-            and (e >= 1 or not neighborhood & second))
+    return 2 * gap >= width and not seeds & second and (e >= 1 or (gap >= ln and not neighborhood & second))
 
 
 def min_gap(mask: str, ln: int, e: int) -> int:

@@ -43,8 +43,8 @@ def test_every_placement_the_rule_allows_keeps_its_guarantee(mask):
     """The theorem of placement.py, exhaustively on small reads: n patterns survive n - 1
     substitutions and n - 1 - x edits, whatever offsets the rule allows."""
     checked = 0
-    for ln in (1, 2, 3, 4):
-        for e in range(min(ln, 2) + 1):
+    for ln in (1, 2, 3, 4, 5):
+        for e in range(min(ln, 3) + 1):
             width = len(mask) + ln
             gap = min_gap(mask, ln, e)
             assert 2 * gap >= width and all(compatible(g, mask, ln, e) for g in range(gap, width))
@@ -61,8 +61,11 @@ def test_every_placement_the_rule_allows_keeps_its_guarantee(mask):
 
 
 def test_brute_force_agrees_that_allowed_placements_miss_nothing():
-    """No placement of the errors, enumerated one by one, misses a read the rule placed."""
-    for mask, ln, e, n, x in [("##-#", 3, 1, 3, 1), ("###", 2, 0, 3, 0), ("#-#", 3, 2, 3, 2), ("##", 4, 1, 2, 1)]:
+    """No placement of the errors, enumerated one by one, misses a read the rule placed; the last
+    case's neighborhoods overlap (gap 3 < ln 4)."""
+    assert min_gap("#", 4, 1) == 3
+    for mask, ln, e, n, x in [("##-#", 3, 1, 3, 1), ("###", 2, 0, 3, 0), ("#-#", 3, 2, 3, 2), ("##", 4, 1, 2, 1),
+                              ("#", 4, 1, 3, 1)]:
         width = len(mask) + ln
         rule = Placement(n, x, min_gap(mask, ln, e), width)
         length = rule.least_length() + 2
