@@ -213,8 +213,8 @@ class Filter:
         return reads
 
     def place(self, reads: "FilterReads", layout: Layout, rows, placed: np.ndarray, segments) -> None:
-        """Places the patterns of the rows (on the device, and placed on the host: their numbers)
-        by layout's rules, from their costs looked up in every segment."""
+        """Places the patterns of the rows `placed` (row numbers; `rows` holds them on the device)
+        by the layout's rules, from their costs looked up in every segment."""
         d = self.device
         n_offsets = np.zeros(reads.lengths.size, np.int64)
         n_offsets[placed] = reads.lengths[placed] - self.width + 1
@@ -231,8 +231,8 @@ class Filter:
         if np.any(n > np.diff(reads.pattern_base_host.astype(np.int64))[placed]):
             raise ValueError("a placement needs more patterns than the fixed layout it replaces")
         scratch = (n * (layout.short_gaps[placed].astype(np.int64) + 1) + 1) * n_offsets[placed]
-        d.launch(self.place_kernel, (placed.size * self.wg,), (self.wg,), rows, reads.lengths_buffer,
-                 d.to_device(np.asarray(layout.n_placed, np.uint32)), d.to_device(np.asarray(layout.short_gaps, np.uint32)),
+        rules = [d.to_device(np.asarray(a, np.uint32)) for a in (layout.n_placed, layout.short_gaps)]
+        d.launch(self.place_kernel, (placed.size * self.wg,), (self.wg,), rows, reads.lengths_buffer, *rules,
                  cost_base_buffer, cost, reads.pattern_base, reads.buffers[2], d.cl.LocalMemory(4 * int(scratch.max())))
 
     def offsets(self, reads_on_device: "FilterReads") -> list[np.ndarray]:

@@ -33,9 +33,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run(command: list[str], root: str = ROOT, stdout=None) -> float:
-    """Runs a command in root, with PYTHONPATH there (python -m imports from its folder); its wall
-    seconds."""
-    env = dict(os.environ, PYTHONPATH=root)
+    """Runs a command in root, with root first on PYTHONPATH (python -m imports from its folder;
+    the rest of PYTHONPATH, such as unpacked wheels, stays); its wall seconds."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
     started = time.perf_counter()
     subprocess.run(command, check=True, env=env, stdout=stdout, cwd=root)
     return time.perf_counter() - started

@@ -26,7 +26,8 @@ def random_allowed(read_length: int, rule: Placement, rng, count: int):
     of them below the width, shifted right by random slack."""
     found = []
     while len(found) < count:
-        short = set(rng.choice(rule.n - 1, min(rule.short_gaps, rule.n - 1), replace=False).tolist()) if rule.n > 1 else set()
+        n_short = min(rule.short_gaps, rule.n - 1)
+        short = set(rng.choice(rule.n - 1, n_short, replace=False).tolist()) if rule.n > 1 else set()
         gaps = [int(rng.integers(rule.min_gap, rule.width)) if i in short else rule.width for i in range(rule.n - 1)]
         slack = read_length - rule.width - sum(gaps)
         if slack < 0:
