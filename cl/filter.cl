@@ -15,6 +15,7 @@
  * BIG_RANGE, SAVED. */
 
 #define WIDTH (SPAN + LN)
+#define NO_PATTERN 0xFFFFFFFFu
 
 typedef struct {
     uint seed;
@@ -39,16 +40,6 @@ inline pattern_t make_pattern(__global const uchar *read, uint o)
         p.key = (p.key << 2) | (c < 4 ? c : 0u);
     }
     return p;
-}
-
-inline uint n_patterns(uint len, uint step)
-{
-    return len < WIDTH ? 0u : (len - WIDTH + step - 1u) / step + 1u;
-}
-
-inline uint pattern_offset(uint t, uint len, uint step)
-{
-    return min(t * step, len - WIDTH);
 }
 
 /* A seed's perfect hash: its vertices are [base, base + 3 part). */
@@ -131,19 +122,21 @@ inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __
         n_ = 0;                                                                             \
     } while (0)
 
-/* Row r's patterns are numbered from pattern_base[r]; pattern P's non-empty position ranges,
- * the first SAVED of them, go to saved[SAVED P, + SAVED) and their number to n_found[P], so that
- * filter_emit does not look them up again. */
+/* Row r's patterns are numbered from pattern_base[r] to pattern_base[r + 1], pattern P at read
+ * offset pattern_offset[P] (cl/placement.cl writes them; NO_PATTERN for a slot left empty);
+ * pattern P's non-empty position ranges, the first SAVED of them, go to saved[SAVED P, + SAVED)
+ * and their number to n_found[P], so that filter_emit does not look them up again. A work-group
+ * per row of row_list. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void filter_count(__global const uchar *reads, __global const uint *read_offset,
-                  __global const uint *read_length, __global const uint *read_step, SEGMENT_TABLES,
+                  __global const uint *pattern_offset, SEGMENT_TABLES, __global const uint *row_list,
                   __global const uint *pattern_base, __global uint *item_count, __global uint *read_count,
                   __global uint2 *saved, __global uint *n_found)
 {
     __local uint sum[WG];
-    uint r = get_group_id(0), lid = get_local_id(0);
+    uint r = row_list[get_group_id(0)], lid = get_local_id(0);
     __global const uchar *read = reads + read_offset[r];
-    uint len = read_length[r], step = read_step[r], np = n_patterns(len, step);
+    uint first = pattern_base[r], np = pattern_base[r + 1] - first;
     uint count = 0, found_here;
     __global uint2 *saved_here;
 #define COUNT(range)                            \
@@ -157,12 +150,13 @@ void filter_count(__global const uchar *reads, __global const uint *read_offset,
         }                                       \
     } while (0)
     for (uint t = lid; t < np; t += WG) {
-        pattern_t p = make_pattern(read, pattern_offset(t, len, step));
+        uint o = pattern_offset[first + t];
+        pattern_t p = make_pattern(read, o == NO_PATTERN ? 0u : o);
         found_here = 0;
-        saved_here = saved + SAVED * (pattern_base[r] + t);
-        if (p.ok && p.seed - seed_lo < n_seeds) /* the other seeds are other segments' */
+        saved_here = saved + SAVED * (first + t);
+        if (o != NO_PATTERN && p.ok && p.seed - seed_lo < n_seeds) /* the other seeds are other segments' */
             FOR_EACH_NEIGHBOR(p, COUNT);
-        n_found[pattern_base[r] + t] = found_here;
+        n_found[first + t] = found_here;
     }
 #undef COUNT
     item_count[r * WG + lid] = count;
@@ -186,7 +180,7 @@ inline uint read_start(uint q, uint o, __global const uint *contig_start, uint n
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void filter_emit(__global const uchar *reads, __global const uint *read_offset,
-                 __global const uint *read_length, __global const uint *read_step, SEGMENT_TABLES,
+                 __global const uint *pattern_offset, SEGMENT_TABLES,
                  __global const uint *pattern_base, __global const uint2 *saved,
                  __global const uint *n_found, __global const uint *positions, __global const uint *contig_start, uint n_contigs,
                  __global const uint *item_count, __global const uint *out_offset,
@@ -196,7 +190,7 @@ void filter_emit(__global const uchar *reads, __global const uint *read_offset,
     __local uint keys_a[CAP], keys_b[CAP], hist[RADIX * WG], buf[WG];
     uint r = get_group_id(0), lid = get_local_id(0);
     __global const uchar *read = reads + read_offset[r];
-    uint len = read_length[r], step = read_step[r], np = n_patterns(len, step);
+    uint first = pattern_base[r], np = pattern_base[r + 1] - first;
     uint total;
     uint at = scan_items(item_count[r * WG + lid], buf, lid, &total);
     __global uint *out = candidates + out_offset[r];
@@ -223,8 +217,8 @@ void filter_emit(__global const uchar *reads, __global const uint *read_offset,
             }                                                                                  \
     } while (0)
     for (uint t = lid; t < np; t += WG) {
-        o = pattern_offset(t, len, step);
-        uint pattern = pattern_base[r] + t, found_here = n_found[pattern];
+        uint pattern = first + t, found_here = n_found[pattern];
+        o = pattern_offset[pattern];
         if (found_here <= SAVED) {
             for (uint j = 0; j < found_here; ++j)
                 EMIT(saved[SAVED * pattern + j]);

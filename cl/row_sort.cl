@@ -38,7 +38,8 @@ void sort_chunks(__global uint *values, __global uint *scratch, __global const u
     __global uint *src = values + offset[r] + first;
     for (uint i = lid; i < n; i += WG)
         keys_a[i] = src[i];
-    barrier(CLK_LOCAL_MEM_FENCE);
+    /* with an odd number of rounds the chunk goes back where it was read from: every read first */
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     __global uint *dst = (rounds_for(total[r]) % 2u == 1u ? values : scratch) + offset[r] + first;
     uint n_unique = store_sorted_unique(keys_a, keys_b, n, hist, buf, lid, dst);
     for (uint i = n_unique + lid; i < n; i += WG)

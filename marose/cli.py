@@ -318,6 +318,7 @@ def write_stats(path: str, stats, elapsed: float, setup: float, devices: list, w
             kernel_seconds[name] = kernel_seconds.get(name, 0.0) + seconds
     record = {"reads": stats.reads, "mapped": stats.mapped, "unique": stats.unique, "loci": stats.loci,
               "candidates": stats.candidates, "aligned": stats.aligned, "lookups": stats.lookups,
+              "placed": stats.placed,
               "cells": stats.cells,
               "too_short": stats.too_short, "too_many_n": stats.too_many_n,
               "seconds": {"total": elapsed, "setup": setup, **stats.seconds}, "cpu_seconds": stats.cpu_seconds,
@@ -328,14 +329,24 @@ def write_stats(path: str, stats, elapsed: float, setup: float, devices: list, w
 
 
 def explain(mapper, read_length: int) -> str:
-    """The filter chosen for a read length, its guarantee and, if it covers substitutions only,
-    what it misses with indels."""
+    """The filter chosen for a read length, its guarantee, where its patterns go and what they find
+    on reads from the reference; for a fixed layout that covers substitutions only, what it
+    misses with indels."""
     from .extend import explain_windows
+    from .placement_estimate import expected_candidates
     from .sensitivity import count_missed
 
     chosen = mapper.choice(read_length)
-    text = chosen.explain() + "\n" + explain_windows(read_length, mapper.k)
-    if chosen.guaranteed and chosen.covers == "substitutions":
+    text = chosen.explain()
+    measured = expected_candidates(mapper.index, chosen)
+    if measured:
+        fixed, placed, share, n = measured
+        text += (f"\non {n:,} reads drawn from the reference without errors, positions found a read strand: "
+                 f"{fixed:,.1f} in the fixed layout, {placed:,.1f} with the {share:.0%} of strands whose fixed "
+                 "patterns find more positions than they have offsets placed (before merging; --stats counts "
+                 "candidates and placed strands)")
+    text += "\n" + explain_windows(read_length, mapper.k)
+    if chosen.guaranteed and chosen.covers == "substitutions" and chosen.placement is None:
         p = chosen.params
         missed, total = count_missed(read_length, mapper.k, p.mask, p.ln, p.e, p.step, indels=True)
         text += (f"\nwith indels: {missed / total:.3%} of placements of {mapper.k} edits leave no pattern "

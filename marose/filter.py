@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -12,16 +13,20 @@ from .device import PLAIN, Device, groups
 from .device_reads import PackedOnDevice
 from .dna import N_CODE, complement
 from .lookup import DeviceSegment
+from .placement import COST_CAP, SEED_SHARE, Placement, min_gap, worth_placing
 from .regions import leading_entries, region_offsets
 from .row_sort import TILE, sort_long_rows
 from .sensitivity import neighborhood_size
 
-PROGRAM = ("murmur3.cl", "phf.cl", "search.cl", "scan.cl", "sort.cl", "filter.cl", "row_sort.cl")  # one program
+PROGRAM = ("murmur3.cl", "phf.cl", "search.cl", "scan.cl", "sort.cl", "filter.cl", "placement.cl",
+           "row_sort.cl")  # one program
 GPU_WORK_GROUP = 64
 CPU_WORK_GROUP = 16  # a CPU runs a work-group's items in turn, and each barrier costs it a pass over them
 MAX_LOCAL_CANDIDATES = 4096
 CPU_LOOKUP_BATCH = 32  # lookups a work-item hashes before it reads their slots, on a CPU
 SAVED_RANGES = 6  # position ranges a pattern's count keeps at most for its emit (more: emit looks them up again)
+NO_PATTERN = 0xFFFFFFFF  # a pattern slot a placed row leaves empty (cl/filter.cl)
+SPARE_LOCAL = 1024  # bytes of local memory left to the runtime beside place_patterns' scratch
 
 
 @dataclass
@@ -85,6 +90,25 @@ class Strands:
 
 
 @dataclass
+class Layout:
+    """Where each row's patterns go: a placed row (n_placed > 0) takes n_placed patterns at the
+    least-cost offsets with at most short_gaps gaps below the pattern width (placement.py), the
+    other rows patterns at 0, step, 2 step, ..., length - width."""
+
+    step: np.ndarray  # uint32 per row
+    n_placed: np.ndarray  # uint32 per row
+    short_gaps: np.ndarray  # uint32 per row
+
+    @classmethod
+    def fixed(cls, n_rows: int, step: int = 1) -> "Layout":
+        return cls(np.full(n_rows, step, np.uint32), np.zeros(n_rows, np.uint32), np.zeros(n_rows, np.uint32))
+
+    def place(self, rows: np.ndarray, rule: Placement) -> None:
+        """The rows (a mask) placed by the rule."""
+        self.n_placed[rows], self.short_gaps[rows] = rule.n, rule.short_gaps
+
+
+@dataclass
 class Candidates:
     """Unique (read strand, read start) pairs, sorted by strand row then start."""
 
@@ -134,49 +158,123 @@ class Filter:
                    "LOOKUP_BATCH": lookups_at_once or lookup_batch(device), "SAVED": self.saved,
                    "WG": self.wg, "CAP": self.capacity, "BIG_RANGE": self.wg,
                    "KEY_BITS": max(1, int(genome_length - 1).bit_length()), "TILE": TILE}
+        defines.update({"MIN_GAP": min_gap(params.mask, params.ln, e), "SEED_SHARE": SEED_SHARE,
+                        "COST_CAP": f"{COST_CAP}u"})
         self.defines = defines
+        self.fixed_kernel = device.kernel(PROGRAM, "fixed_offsets", defines)
+        self.cost_kernel = device.kernel(PROGRAM, "pattern_costs", defines)
+        self.place_kernel = device.kernel(PROGRAM, "place_patterns", defines)
         self.count_kernel = device.kernel(PROGRAM, "filter_count", defines)
         self.emit_kernel = device.kernel(PROGRAM, "filter_emit", defines)
         self.expand_kernel = device.kernel(PROGRAM, "expand_ranges", defines)
         self.contig_start = device.to_device(np.asarray(contig_offsets, dtype=np.uint32))
         self.n_contigs = np.uint32(len(contig_offsets) - 1)
 
-    def upload(self, strands: Strands, steps: np.ndarray, active: np.ndarray | None = None) -> "FilterReads":
-        """The rows on the device, with their pattern steps; inactive rows get no patterns."""
+    def fits(self, rule: Placement, read_length: int) -> bool:
+        """Whether place_patterns has the local memory to place rows of this length by the rule."""
+        return 4 * rule.scratch_words(read_length) <= self.device.device.local_mem_size - SPARE_LOCAL
+
+    def candidates(self, strands: Strands, layout: Layout, active: np.ndarray | None,
+                   segments: Callable[[], Iterable[DeviceSegment]]) -> "Filtered":
+        """The candidates of the active rows, left on the device, one DeviceCandidates a segment
+        (segments() gives every segment of the index, in turn, each time it is called).
+
+        Every row's patterns are first counted in the fixed layout. A row that layout.n_placed
+        allows to place, whose fixed patterns find more positions than it has offsets (what
+        ranking them costs, placement.worth_placing), is placed: its offsets are ranked,
+        placed and counted again. The candidates come from the counts that stand."""
+        reads = self.upload(strands, layout, active)
+        counts = [self.count(seg, reads, reads.all_rows, strands.n) for seg in segments()]
+        placed = np.zeros(0, np.int64)
+        if np.any(reads.placeable):
+            found = sum(c.read_counts(self.device) for c in counts)
+            placed = np.flatnonzero(reads.placeable & worth_placing(found, reads.lengths, self.width))
+        if placed.size:
+            rows = self.device.to_device(placed.astype(np.uint32))
+            self.place(reads, layout, rows, placed, segments())
+            counts = [self.count(seg, reads, rows, placed.size, c) for seg, c in zip(segments(), counts)]
+        return Filtered(reads, [self.emit(seg, reads, c) for seg, c in zip(segments(), counts)], placed)
+
+    def upload(self, strands: Strands, layout: Layout, active: np.ndarray | None = None) -> "FilterReads":
+        """The rows on the device, each with the fixed layout's patterns; inactive rows get none."""
         d = self.device
         lengths = np.asarray(strands.lengths if active is None else np.where(active, strands.lengths, 0),
-                             dtype=np.uint32)
-        steps = np.asarray(steps, dtype=np.uint32)
-        # patterns at 0, step, ... up to length - width, as the kernels number them; none in shorter rows
+                             dtype=np.int64)
         usable = lengths >= self.width
-        n_patterns = (np.maximum(lengths, self.width) - self.width + steps - 1) // steps + usable
-        pattern_base = region_offsets(n_patterns)
-        buffers = (strands.rows_on(d), strands.offsets_on(d), d.to_device(lengths), d.to_device(steps))
-        return FilterReads(buffers, d.to_device(pattern_base), int(pattern_base[-1]))
+        steps = layout.step.astype(np.int64)
+        pattern_base = region_offsets((np.maximum(lengths, self.width) - self.width + steps - 1) // steps + usable)
+        reads = FilterReads((strands.rows_on(d), strands.offsets_on(d), d.empty(4 * int(pattern_base[-1]))),
+                            d.to_device(pattern_base), pattern_base, lengths, d.to_device(lengths.astype(np.uint32)),
+                            usable & (layout.n_placed > 0), d.to_device(np.arange(strands.n, dtype=np.uint32)))
+        if strands.n:
+            d.launch(self.fixed_kernel, groups(strands.n, 64), None, reads.lengths_buffer,
+                     d.to_device(np.asarray(layout.step, np.uint32)), reads.pattern_base, np.uint32(strands.n),
+                     reads.buffers[2])
+        return reads
 
-    def emit(self, seg: DeviceSegment, n: int, reads_on_device: "FilterReads") -> "DeviceCandidates":
-        """Candidates of n rows left on the device: row r's are the first count[r] entries at
-        offset[r] of the buffer, sorted and unique."""
+    def place(self, reads: "FilterReads", layout: Layout, rows, placed: np.ndarray, segments) -> None:
+        """Places the patterns of the rows `placed` (row numbers; `rows` holds them on the device)
+        by the layout's rules, from their costs looked up in every segment."""
         d = self.device
+        n_offsets = np.zeros(reads.lengths.size, np.int64)
+        n_offsets[placed] = reads.lengths[placed] - self.width + 1
+        cost_base = region_offsets(n_offsets)
+        cost_base_buffer, cost = d.to_device(cost_base), d.empty(4 * int(cost_base[-1]))
+        looked_up = 0
+        for seg in segments:
+            d.launch(self.cost_kernel, (placed.size * self.wg,), (self.wg,), *reads.buffers[:2], reads.lengths_buffer,
+                     *seg.tables, rows, cost_base_buffer, cost)
+            looked_up += 1
+        if not looked_up:
+            raise ValueError("placing patterns needs the index segments to look their costs up")
+        n = layout.n_placed.astype(np.int64)[placed]
+        if np.any(n > np.diff(reads.pattern_base_host.astype(np.int64))[placed]):
+            raise ValueError("a placement needs more patterns than the fixed layout it replaces")
+        scratch = (n * (layout.short_gaps[placed].astype(np.int64) + 1) + 1) * n_offsets[placed]
+        rules = [d.to_device(np.asarray(a, np.uint32)) for a in (layout.n_placed, layout.short_gaps)]
+        d.launch(self.place_kernel, (placed.size * self.wg,), (self.wg,), rows, reads.lengths_buffer, *rules,
+                 cost_base_buffer, cost, reads.pattern_base, reads.buffers[2], d.cl.LocalMemory(4 * int(scratch.max())))
+
+    def offsets(self, reads_on_device: "FilterReads") -> list[np.ndarray]:
+        """Each row's pattern offsets, as place_patterns wrote them (its empty slots left out)."""
+        base = reads_on_device.pattern_base_host
+        found = self.device.read(reads_on_device.buffers[2], np.uint32, int(base[-1])).astype(np.int64)
+        return [row[row != NO_PATTERN] for row in np.split(found, base[1:-1])]
+
+    def count(self, seg: DeviceSegment, reads: "FilterReads", rows, n_rows: int,
+              into: "Counts | None" = None) -> "Counts":
+        """filter_count of the rows (a buffer of n_rows row numbers) in a segment: into the
+        given Counts (whose other rows keep theirs), or new ones."""
+        d, n = self.device, reads.lengths.size
+        if into is None:
+            n_patterns = max(1, reads.n_patterns)
+            into = Counts(d.empty(4 * max(1, n) * self.wg), d.empty(4 * max(1, n)),
+                          d.empty(8 * self.saved * n_patterns), d.empty(4 * n_patterns), n)
+        if n_rows:
+            d.launch(self.count_kernel, (n_rows * self.wg,), (self.wg,), *reads.buffers, *seg.tables, rows,
+                     reads.pattern_base, into.item_count, into.read_count, into.saved, into.n_found)
+        return into
+
+    def emit(self, seg: DeviceSegment, reads: "FilterReads", counted: "Counts") -> "DeviceCandidates":
+        """Candidates of the rows left on the device, from their counts in the segment: row r's
+        are the first count[r] entries at offset[r] of the buffer, sorted and unique."""
+        d = self.device
+        n = reads.lengths.size
         if n == 0:
             return DeviceCandidates(d.empty(4), d.to_device(np.zeros(1, np.uint32)), d.empty(4),
                                     np.zeros(1, np.uint32))
         wg = self.wg
         global_size = (n * wg,)
-        item_count, read_count = d.empty(4 * n * wg), d.empty(4 * n)
-        n_patterns = max(1, reads_on_device.n_patterns)
-        saved, n_found = d.empty(8 * self.saved * n_patterns), d.empty(4 * n_patterns)
-        d.launch(self.count_kernel, global_size, (wg,), *reads_on_device.buffers, *seg.tables,
-                 reads_on_device.pattern_base, item_count, read_count, saved, n_found)
-        counts = d.read(read_count, np.uint32, n).astype(np.int64)
+        item_count, read_count, saved, n_found = counted.item_count, counted.read_count, counted.saved, counted.n_found
+        counts = counted.read_counts(d)
         offsets = region_offsets(counts)
         candidates, out_count = d.empty(4 * int(offsets[-1])), d.empty(4 * n)
         offsets_on_device = d.to_device(offsets)
         most_big = int(counts[counts > self.capacity].sum()) // (wg + 1)  # long ranges there can be
         big_ranges, listed = d.empty(16 * most_big), d.zeros(4)
-        d.launch(self.emit_kernel, global_size, (wg,), *reads_on_device.buffers, *seg.tables,
-                 reads_on_device.pattern_base, saved, n_found, seg.positions, self.contig_start, self.n_contigs,
-                 item_count, offsets_on_device, candidates, out_count, big_ranges, listed)
+        d.launch(self.emit_kernel, global_size, (wg,), *reads.buffers, *seg.tables, reads.pattern_base, saved,
+                 n_found, seg.positions, self.contig_start, self.n_contigs, item_count, offsets_on_device,
+                 candidates, out_count, big_ranges, listed)
         if most_big:
             d.launch(self.expand_kernel, (most_big * wg,), (wg,), big_ranges, listed, seg.positions,
                      self.contig_start, self.n_contigs, candidates)
@@ -184,24 +282,63 @@ class Filter:
                        PROGRAM)
         return DeviceCandidates(candidates, offsets_on_device, out_count, offsets)
 
-    def run(self, seg: DeviceSegment, strands: Strands, reads_on_device: "FilterReads") -> Candidates:
-        """The candidates of every row on the host, sorted by row then start, unique."""
-        n = strands.n
-        on_device = self.emit(seg, n, reads_on_device)
-        d, offsets = self.device, on_device.offsets
-        found = d.read(on_device.buffer, np.uint32, int(offsets[-1]))
-        written = d.read(on_device.count, np.uint32, n).astype(np.int64)
-        row = np.repeat(np.arange(n, dtype=np.uint32), written)
-        return Candidates(row, found[leading_entries(offsets[:-1], written)])
+    def run(self, strands: Strands, layout: Layout, segments: list[DeviceSegment],
+            active: np.ndarray | None = None) -> tuple[Candidates, "Filtered"]:
+        """The candidates of every row on the host, sorted by row then start, unique (over the
+        segments); and what the filter left on the device."""
+        filtered = self.candidates(strands, layout, active, lambda: iter(segments))
+        d, rows, starts = self.device, [], []
+        for on_device in filtered.found:
+            offsets = on_device.offsets
+            found = d.read(on_device.buffer, np.uint32, int(offsets[-1]))
+            written = d.read(on_device.count, np.uint32, strands.n).astype(np.int64)
+            rows.append(np.repeat(np.arange(strands.n, dtype=np.uint32), written))
+            starts.append(found[leading_entries(offsets[:-1], written)])
+        if not rows:
+            return unique_candidates(np.zeros(0, np.uint32), np.zeros(0, np.uint32)), filtered
+        return unique_candidates(np.concatenate(rows), np.concatenate(starts)), filtered
 
 
 @dataclass
 class FilterReads:
-    """Rows on the device for the filter (Filter.upload)."""
+    """Rows on the device for the filter (Filter.upload), with their patterns' offsets."""
 
-    buffers: tuple  # rows, row offsets, lengths (0 for inactive rows), pattern steps
-    pattern_base: object  # uint32 per row + 1: where each row's patterns are numbered from
-    n_patterns: int
+    buffers: tuple  # rows, row offsets, pattern offsets (uint32 per pattern slot)
+    pattern_base: object  # uint32 per row + 1: where each row's pattern slots are numbered from
+    pattern_base_host: np.ndarray
+    lengths: np.ndarray  # int64 per row, 0 for inactive rows
+    lengths_buffer: object
+    placeable: np.ndarray  # bool per row: the layout allows placing its patterns
+    all_rows: object  # uint32 0, 1, ..., n - 1: a row list of every row
+
+    @property
+    def n_patterns(self) -> int:
+        return int(self.pattern_base_host[-1])
+
+
+@dataclass
+class Counts:
+    """filter_count's output for the rows in one segment (Filter.count)."""
+
+    item_count: object  # uint32 per row and work-item
+    read_count: object  # uint32 per row
+    saved: object  # uint2 per pattern slot and kept range
+    n_found: object  # uint32 per pattern slot
+    n_rows: int
+
+    def read_counts(self, device: Device) -> np.ndarray:
+        """Positions each row's patterns found, int64."""
+        return device.read(self.read_count, np.uint32, self.n_rows).astype(np.int64)
+
+
+@dataclass
+class Filtered:
+    """What Filter.candidates leaves: the rows and their final pattern offsets, the candidates
+    of each segment, and the rows whose patterns were placed."""
+
+    reads: FilterReads
+    found: list  # DeviceCandidates per segment
+    placed: np.ndarray  # row numbers, int64
 
 
 @dataclass

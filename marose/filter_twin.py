@@ -1,5 +1,6 @@
-"""The seed-and-filter kernels' numpy twin: a read's candidates by the definition, every
-pattern, every neighbor within e substitutions, every position, clamped to its contig."""
+"""The seed-and-filter kernels' numpy twin: each row's pattern offsets (fixed, or placed by
+placement.py from the pattern costs), and a read's candidates by the definition, every pattern,
+every neighbor within e substitutions, every position, clamped to its contig."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import numpy as np
 from indexer import query
 from indexer.build import IndexParams, Segment
 
+from . import placement
 from .dna import N_CODE
-from .filter import Candidates, Strands, unique_candidates
+from .filter import Candidates, Layout, Strands, unique_candidates
 
 
 def neighbors(key: int, ln: int, e: int) -> list[int]:
@@ -29,31 +31,107 @@ def neighbors(key: int, ln: int, e: int) -> list[int]:
 
 
 def pattern_offsets(length: int, width: int, step: int) -> list[int]:
-    """Where a row's patterns start: every step bases, and one ending at the row's end."""
+    """Where a row's patterns start in the fixed layout: every step bases, and one ending at the
+    row's end."""
     if length < width:
         return []
     return sorted({min(t * step, length - width) for t in range(-(-(length - width) // step) + 1)})
 
 
-def patterns(params: IndexParams, strands: Strands, e: int, step: int) -> Iterator[tuple]:
-    """(row, read offset, seed, neighborhood keys) of every pattern of the rows with no N in its seed."""
+def _seeds_and_keys(params: IndexParams, reads: np.ndarray, offsets) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Seed, neighborhood key and whether the seed holds no N, of the patterns at offsets of each
+    read (reads: one row, or rows of one length); an N in the neighborhood reads as A, as
+    make_pattern reads it."""
+    at = np.asarray(offsets, dtype=np.int64)[:, None]
+    seed_bases = reads[..., at + np.array(params.seed_offsets)].astype(np.int64)
+    ok = ~np.any(seed_bases == N_CODE, axis=-1)
+    seed = np.sum((seed_bases & 3) << (2 * np.arange(params.weight)[::-1]), axis=-1)
+    after = reads[..., at + params.span + np.arange(params.ln)].astype(np.int64)
+    key = np.sum(np.where(after == N_CODE, 0, after) << (2 * np.arange(params.ln)[::-1]), axis=-1)
+    return seed, key, ok
+
+
+def pattern_costs(segments: Sequence[Segment], params: IndexParams, reads: np.ndarray, e: int) -> np.ndarray:
+    """What pattern_costs writes for a row (reads: one row, or rows of one length): the cost of
+    the pattern at every offset 0..L - W."""
+    seed, key, ok = _seeds_and_keys(params, reads, range(reads.shape[-1] - params.width + 1))
+    exact = np.zeros(seed.shape, np.int64)
+    seed_count = np.zeros(seed.shape, np.int64)
+    for seg in segments:
+        begin, end = query.slot_ranges(seg, seed.ravel(), key.ravel().astype(np.uint32))
+        exact += (end - begin).reshape(seed.shape)
+        mine = (seed >= seg.seed_lo) & (seed < seg.seed_hi)
+        local = seed[mine] - seg.seed_lo
+        voff = np.asarray(seg.vertex_offset).astype(np.int64)
+        starts = np.asarray(seg.slot_start).astype(np.int64)
+        seed_count[mine] = starts[voff[local + 1]] - starts[voff[local]]
+    return np.where(ok, placement.pattern_cost(exact, seed_count, e), 0)
+
+
+def neighborhood_counts(segments: Sequence[Segment], params: IndexParams, reads: np.ndarray, e: int,
+                        offsets: np.ndarray) -> np.ndarray:
+    """Positions the patterns at offsets (one row of them per read, reads of one length) find
+    with every neighborhood within e: what the filter emits for each, before de-duplication."""
+    count = np.zeros(offsets.shape, np.int64)
+    seed = np.empty(offsets.shape, np.int64)
+    key = np.empty(offsets.shape, np.int64)
+    ok = np.empty(offsets.shape, bool)
+    for r in range(offsets.shape[0]):
+        seed[r], key[r], ok[r] = _seeds_and_keys(params, reads[r], offsets[r])
+    for change in neighbors(0, params.ln, e):
+        for seg in segments:
+            begin, end = query.slot_ranges(seg, seed.ravel(), (key ^ change).ravel().astype(np.uint32))
+            count += (end - begin).reshape(count.shape)
+    return np.where(ok, count, 0)
+
+
+def layout_offsets(segments: Sequence[Segment], params: IndexParams, strands: Strands, e: int, layout: Layout,
+                   active: np.ndarray | None = None) -> list[np.ndarray]:
+    """Each row's pattern offsets as Filter.candidates leaves them (inactive rows have none): the
+    fixed layout's, or placed ones for a row the layout allows to place whose fixed patterns
+    find more positions than it has offsets."""
+    found = []
     for r in range(strands.n):
+        length = int(strands.lengths[r]) if active is None or active[r] else 0
+        fixed = np.array(pattern_offsets(length, params.width, int(layout.step[r])), np.int64)
+        if length < params.width or layout.n_placed[r] == 0:
+            found.append(fixed)
+            continue
+        read = strands.codes[r, :length]
+        positions = neighborhood_counts(segments, params, read[None], e, fixed[None]).sum()
+        if not placement.worth_placing(positions, length, params.width):
+            found.append(fixed)
+            continue
+        rule = placement.Placement(int(layout.n_placed[r]), int(layout.short_gaps[r]),
+                                   placement.min_gap(params.mask, params.ln, e), params.width)
+        found.append(placement.choose_offsets(pattern_costs(segments, params, read, e)[None, :], rule)[0])
+    return found
+
+
+def fixed_offsets(strands: Strands, width: int, step: int) -> list[np.ndarray]:
+    """Each row's pattern offsets in the fixed layout."""
+    return [np.array(pattern_offsets(int(length), width, step), np.int64) for length in strands.lengths]
+
+
+def patterns(params: IndexParams, strands: Strands, e: int, row_offsets: Sequence) -> Iterator[tuple]:
+    """(row, read offset, seed, neighborhood keys) of every pattern of the rows (at row_offsets[row])
+    with no N in its seed."""
+    for r in range(strands.n):
+        offsets = row_offsets[r]
+        if len(offsets) == 0:
+            continue
         read = strands.codes[r, : strands.lengths[r]]
-        for o in pattern_offsets(read.size, params.width, step):
-            seed_bases = read[o + np.array(params.seed_offsets)]
-            if np.any(seed_bases == N_CODE):
-                continue
-            seed = int(np.sum(seed_bases.astype(np.int64) << (2 * np.arange(params.weight)[::-1])))
-            after = read[o + params.span : o + params.width]
-            nb = np.where(after == N_CODE, 0, after)
-            key = int(np.sum(nb.astype(np.int64) << (2 * np.arange(params.ln)[::-1])))
-            yield r, o, seed, np.array(neighbors(key, params.ln, e), dtype=np.uint32)
+        seed, key, ok = _seeds_and_keys(params, read, offsets)
+        for o, s, k, good in zip(offsets, seed, key, ok):
+            if good:
+                yield r, int(o), int(s), np.array(neighbors(int(k), params.ln, e), dtype=np.uint32)
 
 
-def reference_filter(segments: Sequence[Segment], params: IndexParams, strands: Strands, e: int, step: int,
-                     offsets: np.ndarray) -> Candidates:
-    """The candidates of every row (host rows in strands.codes), sorted and unique."""
-    found = list(patterns(params, strands, e, step))
+def reference_filter(segments: Sequence[Segment], params: IndexParams, strands: Strands, e: int,
+                     row_offsets: Sequence, offsets: np.ndarray) -> Candidates:
+    """The candidates of every row (host rows in strands.codes) from its patterns at
+    row_offsets[row], sorted and unique; offsets: the contig starts."""
+    found = list(patterns(params, strands, e, row_offsets))
     if not found:
         return unique_candidates(np.zeros(0, np.uint32), np.zeros(0, np.uint32))
     row = np.concatenate([np.full(keys.size, r) for r, _, _, keys in found])

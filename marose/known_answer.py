@@ -179,38 +179,49 @@ def check_strands(device, case: Case) -> bool:
 
 
 def check_filter(device, case: Case) -> bool:
-    """The candidates of every read, with the neighborhood errors and pattern step that mapping
-    chooses for its length (so that the programs built are the ones mapping takes); then once
-    more with room for few candidates in local memory, so that rows in the repeat are sorted in
-    global memory (cl/row_sort.cl), as a genome's repeats make them."""
-    from .filter import Strands
+    """Each read's pattern offsets and candidates, with the neighborhood errors and layout that
+    mapping chooses for its length (so that the programs built are the ones mapping takes: the
+    patterns of both lengths placed where the index finds them rarest); then once more with e = 1,
+    half the rows placed with a short gap and half in the fixed layout, and room for few
+    candidates in local memory, so that rows in the repeat are sorted in global memory
+    (cl/row_sort.cl), as a genome's repeats make them."""
+    from .filter import Layout, Strands
     from .mapper import Mapper
+    from .placement import Placement, min_gap
 
     strands = Strands.from_reads(*_batch(case).codes())
     mapper = Mapper(case.index, device, K)
-    for length in sorted({int(r.size) for r in case.reads if r.size >= case.index.params.width}):
-        chosen = mapper.choice(length).params
-        if not _candidates_agree(device, case, strands, strands.lengths == length, chosen.e, chosen.step):
+    rows_e, layout = mapper.layout(strands, strands.lengths >= case.index.params.width)
+    if not np.all(layout.n_placed[rows_e >= 0] > 0):
+        return False  # the case no longer checks the placement kernels
+    for e in sorted(set(rows_e[rows_e >= 0].tolist())):
+        if not _candidates_agree(device, case, strands, rows_e == e, e, layout):
             return False
-    return _candidates_agree(device, case, strands, strands.lengths > 0, 0, 1, SMALL_CAPACITY)
+    params = case.index.params
+    mixed = Layout.fixed(strands.n)
+    mixed.place(np.arange(strands.n) % 4 < 2, Placement(3, 1, min_gap(params.mask, params.ln, 1), params.width))
+    return _candidates_agree(device, case, strands, strands.lengths > 0, 1, mixed, SMALL_CAPACITY)
 
 
-def _candidates_agree(device, case: Case, strands, rows: np.ndarray, e: int, step: int,
+def _candidates_agree(device, case: Case, strands, rows: np.ndarray, e: int, layout,
                       capacity: int | None = None) -> bool:
-    """Whether the filter's candidates of the rows equal its twin's."""
-    from .filter import Filter, Strands, unique_candidates
-    from .filter_twin import reference_filter
+    """Whether the filter's pattern offsets and candidates of the rows equal its twin's."""
+    from .filter import Filter
+    from .filter_twin import layout_offsets, reference_filter
     from .lookup import DeviceIndex
 
     ref, params = case.index.reference, case.index.params
     filt = Filter(device, params, e, ref.total_length, ref.offsets, capacity=capacity)
-    on_device = filt.upload(strands, np.full(strands.n, step), rows)
     # the segments cut into parts of a third of their size, as a device too small for them has them
     third = sum(s.nbytes() for s in case.index.segments) // 3
-    found = [filt.run(seg, strands, on_device) for seg in DeviceIndex(case.index, device, third).segments()]
-    got = unique_candidates(np.concatenate([f.row for f in found]), np.concatenate([f.start for f in found]))
-    chosen_rows = Strands(strands.codes, np.where(rows, strands.lengths, 0).astype(np.uint32), strands.width)
-    want = reference_filter(case.index.segments, params, chosen_rows, e, step, ref.offsets)
+    on_device_index = DeviceIndex(case.index, device, third)
+    got, filtered = filt.run(strands, layout, list(on_device_index.segments()), rows)
+    want_offsets = layout_offsets(case.index.segments, params, strands, e, layout, rows)
+    if not all(np.array_equal(g, w) for g, w in zip(filt.offsets(filtered.reads), want_offsets)):
+        return False
+    if not filtered.placed.size:
+        return False  # the case no longer checks the placement kernels
+    want = reference_filter(case.index.segments, params, strands, e, want_offsets, ref.offsets)
     return np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
 
 
@@ -365,7 +376,8 @@ MAP_CHECKS = [
     ("unpack_genome, mark_n_runs (the genome)", check_genome),
     ("count_newlines, scan_chunks, write_newlines, fastq_fields, fastq_pack (FASTQ records)", check_fastq),
     ("both_strands (reverse complements)", check_strands),
-    ("filter_count, filter_emit, expand_ranges and the row sorts (the filter's candidates)", check_filter),
+    ("fixed_offsets, pattern_costs, place_patterns, filter_count, filter_emit, expand_ranges and the row sorts "
+     "(the filter's pattern offsets and candidates)", check_filter),
     ("row_loci, merge_runs, row_counts, best_loci, place_loci (loci within k edits)", check_loci),
     ("traceback, alignment_text (CIGAR, NM, MD)", check_alignments),
     ("sam_records (SAM text)", check_sam_records),

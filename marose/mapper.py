@@ -16,7 +16,7 @@ from indexer.store import Index
 from . import device_reads, extend, lookup
 from .device import Device
 from .device_reads import PackedOnDevice
-from .filter import DeviceCandidates, Filter, Strands
+from .filter import DeviceCandidates, Filter, Layout, Strands
 from .params import Choice, choose_filter
 from .reads import ReadBatch
 from .sam import Hits
@@ -39,6 +39,7 @@ class Stats:
     candidates: int = 0
     aligned: int = 0  # windows the extend stage aligned: candidates less those merged with a near one or rejected
     lookups: int = 0  # perfect-hash lookups of the filter
+    placed: int = 0  # read strands whose patterns were placed where the index finds them rarest
     cells: int = 0  # read bases x window bases the extend stage scanned
     unguaranteed: list = field(default_factory=list)  # read lengths the filter gives no guarantee for
     substitutions_only: list = field(default_factory=list)  # read lengths guaranteed for substitutions only
@@ -173,20 +174,41 @@ class Mapper:
     def _candidates(self, strands: Strands, active: np.ndarray) -> list[DeviceCandidates]:
         """The filter's candidates of the active rows, left on the device: one list for each
         neighborhood error count e in use and each segment."""
-        rows_e = np.full(strands.n, -1)
-        steps = np.ones(strands.n, dtype=np.uint32)
-        for length in _distinct(strands.lengths[active]):
-            chosen = self.choice(int(length)).params
-            rows = active & (strands.lengths == length)
-            rows_e[rows], steps[rows] = chosen.e, chosen.step
-            # each seed's hash is in one segment: a pattern is looked up there only
-            self.stats.lookups += int(rows.sum()) * chosen.n_patterns(int(length)) * chosen.lookups_per_pattern
+        rows_e, layout = self.layout(strands, active)
         found = []
         for e in _distinct(rows_e[rows_e >= 0]):
-            filt = self.filter(int(e))
-            reads_on_device = filt.upload(strands, steps, rows_e == e)
-            found.extend(filt.emit(seg, strands.n, reads_on_device) for seg in self.on_device.segments())
+            filtered = self.filter(int(e)).candidates(strands, layout, rows_e == e, self.on_device.segments)
+            found.extend(filtered.found)
+            self._count_lookups(strands, rows_e == e, layout, filtered.placed)
         return found
+
+    def layout(self, strands: Strands, active: np.ndarray) -> tuple[np.ndarray, Layout]:
+        """The neighborhood errors e of each row (-1 for inactive ones) and where its patterns go:
+        the fixed layout of the filter chosen for its length, which the filter may replace by
+        patterns placed where the index finds them rarest when the choice allows it
+        (Choice.placement)."""
+        rows_e = np.full(strands.n, -1)
+        layout = Layout.fixed(strands.n)
+        for length in _distinct(strands.lengths[active]):
+            chosen = self.choice(int(length))
+            p, rule = chosen.params, chosen.placement
+            rows = active & (strands.lengths == length)
+            rows_e[rows], layout.step[rows] = p.e, p.step
+            if rule is not None and self.filter(p.e).fits(rule, int(length)):
+                layout.place(rows, rule)
+        return rows_e, layout
+
+    def _count_lookups(self, strands: Strands, rows: np.ndarray, layout: Layout, placed: np.ndarray) -> None:
+        """Lookups of the rows' fixed patterns, and of ranking and looking up the placed ones.
+        (Each seed's hash is in one segment: a pattern is looked up there only.)"""
+        self.stats.placed += placed.size
+        for length in _distinct(strands.lengths[rows]):
+            p = self.choice(int(length)).params
+            of_length = rows & (strands.lengths == length)
+            n_placed = int(np.count_nonzero(strands.lengths[placed] == length))
+            ranked = int(length) - p.width + 1 + int(layout.n_placed[of_length].max()) * p.lookups_per_pattern
+            self.stats.lookups += (int(of_length.sum()) * p.n_patterns(int(length)) * p.lookups_per_pattern
+                                   + n_placed * ranked)
 
     def _extend(self, strands: Strands, reads: extend.DeviceReads, candidates: list[DeviceCandidates],
                 packed: PackedOnDevice) -> tuple[Hits | extend.DeviceHits, np.ndarray]:

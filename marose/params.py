@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 
+from marose import placement
 from marose.errors import MaroseError
 from marose.sensitivity import (
     MAX_NEIGHBORHOOD,
@@ -148,6 +149,16 @@ class Choice:
                                      self.covers == "edits")
         return missed / total if total else 0.0
 
+    @cached_property
+    def placement(self) -> placement.Placement | None:
+        """The rule that places each read's patterns where the index finds them rarest with this
+        filter's guarantee (placement.py); None when there is no guarantee to keep, or no
+        placement fits the read."""
+        if not self.guaranteed:
+            return None
+        p = self.params
+        return placement.for_filter(self.read_length, self.max_errors, p.mask, p.ln, p.e, p.step, self.covers)
+
     def explain(self) -> str:
         """A few lines for `marose map --explain`."""
         p = self.params
@@ -162,16 +173,30 @@ class Choice:
                 f"{self.missed_fraction:.3%} of placements of {self.max_errors} errors "
                 f"leave no pattern, so some loci may be missed"
             )
-        return "\n".join(
-            [
-                f"filter: seed mask {p.mask} (weight {p.weight}), neighborhood ln={p.ln}, "
-                f"e={p.e}, step={p.step}: {p.n_patterns(self.read_length)} patterns per "
-                f"{self.read_length} bp read, {p.lookups_per_pattern} lookups per pattern",
-                verdict,
-                f"expected per read and strand: {self.lookups_per_read:,.0f} lookups, "
-                f"{self.candidates_per_read:,.1f} candidates to extend",
-            ]
-        )
+        lines = [
+            f"filter: seed mask {p.mask} (weight {p.weight}), neighborhood ln={p.ln}, "
+            f"e={p.e}, step={p.step}: {p.n_patterns(self.read_length)} patterns per "
+            f"{self.read_length} bp read, {p.lookups_per_pattern} lookups per pattern",
+            verdict,
+        ]
+        rule = self.placement
+        if rule is None:
+            lines.append(f"expected per read and strand: {self.lookups_per_read:,.0f} lookups, "
+                         f"{self.candidates_per_read:,.1f} candidates to extend")
+            return "\n".join(lines)
+        n_offsets = self.read_length - p.width + 1
+        edits = rule.n - 1 - rule.short_gaps
+        lines += [
+            f"placed: a read strand whose fixed patterns find more than {n_offsets} positions (its offsets) "
+            f"takes instead {rule.n} patterns at the offsets where the index finds them rarest, at least "
+            f"{rule.min_gap} apart and at most {rule.short_gaps} of them less than {rule.width} apart: every "
+            "such placement keeps this guarantee"
+            + ("" if self.covers == "edits" else f", and every locus with <= {edits} edits, as the fixed layout does"),
+            f"expected per read and strand: {self.lookups_per_read:,.0f} lookups, "
+            f"{n_offsets + rule.n * p.lookups_per_pattern:,} more for a strand placed; "
+            f"{self.candidates_per_read:,.1f} candidates in the fixed layout",
+        ]
+        return "\n".join(lines)
 
 
 def random_hits_per_lookup(genome_size: float, mask: str, ln: int) -> float:

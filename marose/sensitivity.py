@@ -82,6 +82,11 @@ class _Layout:
 
 def _layout(read_length: int, k: int, mask: str, ln: int, e: int, step: int) -> _Layout:
     """The geometry of a filter on reads of this length; MaroseError for bad arguments."""
+    return _layout_at(read_length, k, mask, ln, e, pattern_offsets(read_length, len(mask) + ln, step))
+
+
+def _layout_at(read_length: int, k: int, mask: str, ln: int, e: int, offsets) -> _Layout:
+    """The geometry of patterns at the given read offsets; MaroseError for bad arguments."""
     validate_mask(mask)
     if not 1 <= ln <= MAX_NEIGHBORHOOD:
         raise MaroseError(f"neighborhood length must be in 1..{MAX_NEIGHBORHOOD}, got {ln}")
@@ -89,9 +94,11 @@ def _layout(read_length: int, k: int, mask: str, ln: int, e: int, step: int) -> 
         raise MaroseError(f"neighborhood errors e must be >= 0, got {e}")
     if k < 0:
         raise MaroseError(f"number of read errors k must be >= 0, got {k}")
-    offsets = pattern_offsets(read_length, len(mask) + ln, step)
+    offsets = tuple(sorted(set(int(o) for o in offsets)))
+    if not offsets or offsets[0] < 0 or offsets[-1] > read_length - len(mask) - ln:
+        raise MaroseError(f"pattern offsets must lie in 0..{read_length - len(mask) - ln}, got {offsets}")
     seed = tuple(j for j, c in enumerate(mask) if c == "#")
-    return _Layout(read_length, seed, len(mask), ln, e, tuple(offsets))
+    return _Layout(read_length, seed, len(mask), ln, e, offsets)
 
 
 def _disjoint_lower_bounds(lay: _Layout) -> list[int]:
@@ -241,6 +248,16 @@ def min_errors_to_miss(
     return _suffix_kill_costs(lay, len(lay.offsets))[0]
 
 
+def min_errors_to_miss_at(
+    read_length: int, offsets, mask: str, ln: int, e: int, indels: bool = False
+) -> int:
+    """min_errors_to_miss for patterns at any read offsets (as a placement puts them)."""
+    lay = _layout_at(read_length, 0, mask, ln, e, offsets)
+    if indels:
+        return _stab_number(lay)
+    return _suffix_kill_costs(lay, len(lay.offsets))[0]
+
+
 def count_missed(
     read_length: int, k: int, mask: str, ln: int, e: int, step: int, indels: bool = False
 ) -> tuple[int, int]:
@@ -311,7 +328,18 @@ def brute_force_missed(
     read_length: int, k: int, mask: str, ln: int, e: int, step: int, indels: bool = False
 ) -> tuple[int, int]:
     """count_missed by enumerating every placement; for small reads only (tests)."""
-    lay = _layout(read_length, k, mask, ln, e, step)
+    return _brute_force(_layout(read_length, k, mask, ln, e, step), k, indels)
+
+
+def brute_force_missed_at(
+    read_length: int, k: int, offsets, mask: str, ln: int, e: int, indels: bool = False
+) -> tuple[int, int]:
+    """brute_force_missed for patterns at any read offsets (tests)."""
+    return _brute_force(_layout_at(read_length, k, mask, ln, e, offsets), k, indels)
+
+
+def _brute_force(lay: _Layout, k: int, indels: bool) -> tuple[int, int]:
+    read_length = lay.read_length
     types = ("sub", "indel") if indels else ("sub",)
     missed = total = 0
     for positions in itertools.combinations(range(read_length), k):

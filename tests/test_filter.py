@@ -10,10 +10,25 @@ from marose import device_reads
 from marose import filter as filter_module
 from marose import lookup
 from marose.dna import N_CODE, encode
-from marose.filter import Filter, Strands, unique_candidates
-from marose.filter_twin import pattern_offsets, patterns, reference_filter
+from marose.filter import Filter, Layout, Strands, unique_candidates
+from marose.filter_twin import fixed_offsets, layout_offsets, pattern_offsets, patterns, reference_filter
+from marose.placement import Placement, min_gap
 from marose.reads import ReadBatch
-from marose.reference import read_fasta
+from marose.reference import Reference, read_fasta
+
+
+def with_copies(ref, rng, copies=20, size=2000, diverged=0.03):
+    """The reference and a contig of copies of one of its pieces, each 3% diverged: reads
+    there find many positions, as in a genome's repeats."""
+    piece = ref.codes[5000:5000 + size]
+    repeats = []
+    for _ in range(copies):
+        copy = piece.copy()
+        where = rng.random(size) < diverged
+        copy[where] = (copy[where] + rng.integers(1, 4, int(where.sum()))) % 4
+        repeats.append(copy)
+    codes = np.concatenate([ref.codes, *repeats])
+    return Reference(ref.names + ["copies"], np.append(ref.lengths, copies * size), codes)
 
 
 def simulated_strands(ref, n, length, rng, n_sub=2, n_with_n=3):
@@ -32,18 +47,23 @@ def simulated_strands(ref, n, length, rng, n_sub=2, n_with_n=3):
     return Strands.from_reads(codes, lengths)
 
 
-@pytest.mark.parametrize("mask,ln,e,step,seg_size,batch,wg,parts", [
-    ("########", 7, 1, 1, 1 << 26, None, None, 1),
-    ("#####-##", 6, 2, 2, 20_000, None, None, 1),
-    ("########", 7, 0, 3, 1 << 26, None, None, 1),
-    ("#######", 5, 3, 4, 1 << 26, None, None, 1),
-    ("#####-##", 6, 2, 2, 20_000, 1, 64, 1),  # a GPU's batch and work-group
-    ("#######", 5, 3, 4, 1 << 26, 7, 8, 1),  # batches cut mid-neighborhood; more patterns than work-items
-    ("#####-##", 6, 2, 2, 20_000, None, None, 5),  # segments cut into parts for a small device
+@pytest.mark.parametrize("mask,ln,e,step,seg_size,batch,wg,parts,placed", [
+    ("########", 7, 1, 1, 1 << 26, None, None, 1, None),
+    ("#####-##", 6, 2, 2, 20_000, None, None, 1, None),
+    ("########", 7, 0, 3, 1 << 26, None, None, 1, None),
+    ("#######", 5, 3, 4, 1 << 26, None, None, 1, None),
+    ("#####-##", 6, 2, 2, 20_000, 1, 64, 1, None),  # a GPU's batch and work-group
+    ("#######", 5, 3, 4, 1 << 26, 7, 8, 1, None),  # batches cut mid-neighborhood; more patterns than work-items
+    ("#####-##", 6, 2, 2, 20_000, None, None, 5, None),  # segments cut into parts for a small device
+    ("########", 7, 1, 15, 1 << 26, None, None, 1, (3, 1)),  # placed, one short gap
+    ("#####-##", 6, 0, 14, 20_000, None, 8, 5, (3, 0)),  # placed on parts, more offsets than work-items
+    ("###-##", 6, 2, 11, 20_000, None, None, 1, (4, 2)),
 ])
-def test_kernel_equals_numpy_twin(device, mask, ln, e, step, seg_size, batch, wg, parts):
+def test_kernel_equals_numpy_twin(device, mask, ln, e, step, seg_size, batch, wg, parts, placed):
     rng = np.random.default_rng(len(mask) * 10 + e)
     ref = read_fasta(LAMBDA)
+    if placed:
+        ref = with_copies(ref, rng)
     params = IndexParams(mask, ln, seg_size)
     segments = build_segments(ref, params)
     if parts > 1:
@@ -52,17 +72,22 @@ def test_kernel_equals_numpy_twin(device, mask, ln, e, step, seg_size, batch, wg
         assert len(segments) >= parts and all(s.nbytes() <= most for s in segments)
     strands = simulated_strands(ref, 40, 60, rng)
     filt = Filter(device, params, e, ref.total_length, ref.offsets, lookups_at_once=batch, wg=wg)
-    on_device = filt.upload(strands, np.full(strands.n, step))
-    rows, starts = [], []
-    for seg in segments:
-        got = filt.run(lookup.upload(device, seg), strands, on_device)
-        assert np.all(np.diff(got.row.astype(np.int64) * 2**32 + got.start) > 0)  # sorted, unique
-        rows.append(got.row)
-        starts.append(got.start)
-    got = unique_candidates(np.concatenate(rows), np.concatenate(starts))
-    want = reference_filter(segments, params, strands, e, step, ref.offsets)
+    layout = Layout.fixed(strands.n, step)
+    if placed:
+        layout.place(np.arange(strands.n) % 3 > 0, Placement(*placed, min_gap(mask, ln, e), params.width))
+    got, filtered = filt.run(strands, layout, [lookup.upload(device, seg) for seg in segments])
+    want_offsets = layout_offsets(segments, params, strands, e, layout)
+    assert all(np.array_equal(g, w) for g, w in zip(filt.offsets(filtered.reads), want_offsets))
+    want = reference_filter(segments, params, strands, e, want_offsets, ref.offsets)
     assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
     assert want.row.size >= 35  # most reads find their own locus
+    for on_device in filtered.found:  # each segment's rows sorted and unique
+        written = device.read(on_device.count, np.uint32, strands.n)
+        found = device.read(on_device.buffer, np.uint32, int(on_device.offsets[-1]))
+        for r in range(strands.n):
+            assert np.all(np.diff(found[on_device.offsets[r]:on_device.offsets[r] + written[r]].astype(np.int64)) > 0)
+    if placed:
+        assert 0 < filtered.placed.size < strands.n and np.all(filtered.placed % 3 > 0)
 
 
 def test_patterns_with_more_ranges_than_count_keeps_are_looked_up_again(device, monkeypatch):
@@ -72,11 +97,11 @@ def test_patterns_with_more_ranges_than_count_keeps_are_looked_up_again(device, 
     seg = build_segments(ref, params)[0]
     strands = simulated_strands(ref, 40, 60, np.random.default_rng(5))
     filt = Filter(device, params, 3, ref.total_length, ref.offsets)
-    got = filt.run(lookup.upload(device, seg), strands, filt.upload(strands, np.full(strands.n, 4)))
-    want = reference_filter([seg], params, strands, 3, 4, ref.offsets)
+    got, _ = filt.run(strands, Layout.fixed(strands.n, 4), [lookup.upload(device, seg)])
+    want = reference_filter([seg], params, strands, 3, fixed_offsets(strands, params.width, 4), ref.offsets)
     assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
     ranges = [np.count_nonzero(np.subtract(*query.slot_ranges(seg, np.full(keys.size, seed), keys)))
-              for _, _, seed, keys in patterns(params, strands, 3, 4)]
+              for _, _, seed, keys in patterns(params, strands, 3, fixed_offsets(strands, params.width, 4))]
     assert 0 < sum(n > 1 for n in ranges) < len(ranges)  # both the kept ranges and the lookups again
 
 
@@ -89,8 +114,8 @@ def test_reads_that_overflow_local_memory_are_merged_in_global_memory(tmp_path, 
     codes = np.tile(encode("ACGTTGCAAGT" * 5)[None, :], (3, 1))
     strands = Strands.from_reads(codes, np.array([55, 40, 16]))
     filt = Filter(device, params, 1, ref.total_length, ref.offsets, wg=wg)
-    got = filt.run(lookup.upload(device, seg), strands, filt.upload(strands, np.ones(strands.n)))
-    want = reference_filter([seg], params, strands, 1, 1, ref.offsets)
+    got, _ = filt.run(strands, Layout.fixed(strands.n), [lookup.upload(device, seg)])
+    want = reference_filter([seg], params, strands, 1, fixed_offsets(strands, params.width, 1), ref.offsets)
     assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
     raw = np.bincount(want.row, minlength=strands.n) * (strands.lengths - params.width + 1)
     capacity = filt.capacity
@@ -135,8 +160,8 @@ def test_reads_sorted_by_rank_and_by_radix_agree_with_the_twin(tmp_path, device)
         codes[i, : r.size] = r
     strands = Strands.from_reads(codes, np.array([r.size for r in reads]))
     filt = Filter(device, params, 0, ref.total_length, ref.offsets, wg=64)  # rank sorts up to 4 wg
-    got = filt.run(lookup.upload(device, seg), strands, filt.upload(strands, np.ones(strands.n)))
-    want = reference_filter([seg], params, strands, 0, 1, ref.offsets)
+    got, _ = filt.run(strands, Layout.fixed(strands.n), [lookup.upload(device, seg)])
+    want = reference_filter([seg], params, strands, 0, fixed_offsets(strands, params.width, 1), ref.offsets)
     assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
     raw = []
     for r in (0, 2):  # forward strands of the two repeat reads: raw hits before de-duplication
@@ -154,6 +179,5 @@ def test_no_rows_no_candidates(device):
     params = IndexParams("########", 7, 1 << 26)
     filt = Filter(device, params, 1, ref.total_length, ref.offsets)
     strands = Strands.from_reads(np.zeros((0, 40), np.uint8), np.zeros(0, np.int64))
-    got = filt.run(lookup.upload(device, build_segments(ref, params)[0]), strands,
-                   filt.upload(strands, np.ones(0)))
+    got, _ = filt.run(strands, Layout.fixed(0), [lookup.upload(device, build_segments(ref, params)[0])])
     assert got.row.size == 0 and got.start.size == 0

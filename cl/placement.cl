@@ -1,0 +1,141 @@
+/* Where each row's patterns go (marose/placement.py, the rule and its proof): fixed_offsets
+ * writes the fixed layout's offsets of every row; pattern_costs ranks every read offset of the
+ * rows to place by how often its pattern occurs, one segment at a time; place_patterns writes
+ * those rows' offsets, the least-cost ones the rule allows.
+ *
+ * Needs filter.cl (make_pattern, seed_hash, WIDTH, NO_PATTERN). Defines beyond filter.cl's:
+ * MIN_GAP (the rule's least gap), SEED_SHARE, COST_CAP. */
+
+#define NO_COST 0xFFFFFFFFu
+
+/* A work-item per row: offsets 0, step, 2 step, ... and len - WIDTH in its pattern slots. */
+__kernel void fixed_offsets(__global const uint *read_length, __global const uint *read_step,
+                            __global const uint *pattern_base, uint n_rows, __global uint *offsets)
+{
+    uint r = get_global_id(0);
+    if (r >= n_rows)
+        return;
+    uint len = read_length[r], step = read_step[r], first = pattern_base[r], np = pattern_base[r + 1] - first;
+    for (uint t = 0; t < np; ++t)
+        offsets[first + t] = min(t * step, len - WIDTH);
+}
+
+/* cost[cost_base[r] + o], for every offset o of each row r of row_list whose pattern's seed is
+ * this segment's: the pattern's own positions (times SEED_SHARE when E > 0) plus, when E > 0,
+ * its seed's. Offsets with an N in the seed cost 0 (they are never found). The segments
+ * partition the seeds: run on each, it writes every offset. A work-item takes LOOKUP_BATCH
+ * offsets at a time, each step for all of them before the next, so that their memory reads
+ * (cache misses, mostly) overlap. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void pattern_costs(__global const uchar *reads, __global const uint *read_offset,
+                   __global const uint *read_length, SEGMENT_TABLES, __global const uint *row_list,
+                   __global const uint *cost_base, __global uint *cost)
+{
+    uint r = row_list[get_group_id(0)], lid = get_local_id(0);
+    uint len = read_length[r];
+    __global const uchar *read = reads + read_offset[r];
+    __global uint *out = cost + cost_base[r];
+    uint n_offsets = len - WIDTH + 1u;
+    for (uint first = lid * LOOKUP_BATCH; first < n_offsets; first += WG * LOOKUP_BATCH) {
+        uint n = min((uint)LOOKUP_BATCH, n_offsets - first);
+        uint seed[LOOKUP_BATCH], key[LOOKUP_BATCH], mine[LOOKUP_BATCH];
+        for (uint j = 0; j < n; ++j) {
+            pattern_t p = make_pattern(read, first + j);
+            seed[j] = p.seed - seed_lo;
+            key[j] = p.key;
+            mine[j] = p.ok && seed[j] < n_seeds;
+            if (!p.ok)
+                out[first + j] = 0u;
+        }
+        seed_hash_t h[LOOKUP_BATCH];
+        for (uint j = 0; j < n; ++j)
+            if (mine[j])
+                h[j] = seed_hash(seed[j], hash_seed, vertex_offset);
+        uint slot[LOOKUP_BATCH];
+        for (uint j = 0; j < n; ++j)
+            if (mine[j])
+                slot[j] = phf_slot(key[j], h[j].hash_seed, h[j].base, h[j].part, g);
+        for (uint j = 0; j < n; ++j) {
+            if (!mine[j])
+                continue;
+            uint v = slot[j];
+            /* the key as the table stores it: its low 8 sizeof(slot_key[0]) bits */
+            uint stored = key[j] & (uint)(((ulong)1 << (8 * sizeof(slot_key[0]))) - 1);
+            uint c = min(slot_key[v] == stored ? slot_start[v + 1] - slot_start[v] : 0u, (uint)COST_CAP);
+            if (E > 0) {
+                uint seed_count = slot_start[h[j].base + 3u * h[j].part] - slot_start[h[j].base];
+                c = min(SEED_SHARE * c + min(seed_count, (uint)COST_CAP), (uint)COST_CAP);
+            }
+            out[first + j] = c;
+        }
+    }
+}
+
+/* The dynamic program of placement.choose_offsets, by one work-item: f[(j (x + 1) + s) P + o]
+ * is the least cost of j + 1 patterns, the last at o, with s gaps shorter than WIDTH. */
+inline void place_row(__local const uint *c, __local uint *f, uint n_offsets, uint n, uint x,
+                      __global uint *out)
+{
+    uint layers = x + 1u;
+#define F(j, s, o) f[((j) * layers + (s)) * n_offsets + (o)]
+    for (uint s = 0; s < layers; ++s)
+        for (uint o = 0; o < n_offsets; ++o)
+            F(0u, s, o) = s == 0u ? c[o] : NO_COST;
+    for (uint j = 1; j < n; ++j)
+        for (uint s = 0; s < layers; ++s) {
+            uint before = NO_COST; /* least F(j - 1, s, o') over o' <= o - WIDTH */
+            for (uint o = 0; o < n_offsets; ++o) {
+                if (o >= WIDTH)
+                    before = min(before, F(j - 1u, s, o - WIDTH));
+                uint best = before;
+                if (s > 0u && o >= MIN_GAP)
+                    for (uint q = o + 1u > WIDTH ? o + 1u - WIDTH : 0u; q <= o - MIN_GAP; ++q)
+                        best = min(best, F(j - 1u, s - 1u, q));
+                F(j, s, o) = best == NO_COST ? NO_COST : best + c[o];
+            }
+        }
+    uint o = 0, s = 0, least = NO_COST;
+    for (uint at = 0; at < n_offsets; ++at)
+        for (uint t = 0; t < layers; ++t)
+            if (F(n - 1u, t, at) < least) {
+                least = F(n - 1u, t, at);
+                o = at;
+                s = t;
+            }
+    out[n - 1u] = o;
+    for (uint j = n - 1u; j > 0u; --j) {
+        uint want = F(j, s, o) - c[o];
+        for (uint q = 0; q + MIN_GAP <= o; ++q) {
+            if (q + WIDTH <= o ? F(j - 1u, s, q) == want : s > 0u && F(j - 1u, s - 1u, q) == want) {
+                s -= q + WIDTH <= o ? 0u : 1u;
+                o = q;
+                break;
+            }
+        }
+        out[j - 1u] = o;
+    }
+#undef F
+}
+
+/* A work-group per row of row_list: row r takes n_placed[r] patterns with at most short_gaps[r]
+ * gaps below WIDTH, from its costs at cost_base[r], in offsets[pattern_base[r], + n_placed[r]),
+ * and NO_PATTERN in its other slots up to pattern_base[r + 1]; scratch holds
+ * (n (x + 1) + 1) (len - WIDTH + 1) uints. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void place_patterns(__global const uint *row_list, __global const uint *read_length,
+                    __global const uint *n_placed, __global const uint *short_gaps,
+                    __global const uint *cost_base, __global const uint *cost,
+                    __global const uint *pattern_base, __global uint *offsets, __local uint *scratch)
+{
+    uint r = row_list[get_group_id(0)], lid = get_local_id(0);
+    uint n = n_placed[r], np = pattern_base[r + 1] - pattern_base[r];
+    uint n_offsets = read_length[r] - WIDTH + 1u;
+    __global uint *out = offsets + pattern_base[r];
+    for (uint o = lid; o < n_offsets; o += WG)
+        scratch[o] = cost[cost_base[r] + o];
+    for (uint t = n + lid; t < np; t += WG)
+        out[t] = NO_PATTERN;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0u)
+        place_row(scratch, scratch + n_offsets, n_offsets, n, short_gaps[r], out);
+}
