@@ -103,12 +103,14 @@ def map_on_cluster(args, log) -> None:
 
 def _worker_options(args, k: int) -> dict:
     """What a worker needs of map's options: its devices' and the mapping's, with k fixed for
-    every chunk."""
+    every chunk, and whether the records are written as BAM records."""
     from .cli import device_memory
+
+    from .sam_file import is_bam_path
 
     return {"device": args.device, "max_device_bytes": device_memory(args), "threads": args.threads,
             "verbose": args.verbose, "max_errors": k, "max_hits": args.max_hits, "xa": args.xa,
-            "read_group": args.read_group}
+            "read_group": args.read_group, "bam": is_bam_path(args.output)}
 
 
 def _written(results, out, progress):
@@ -232,7 +234,7 @@ def map_chunk(index_path: str, fingerprint: str, options: dict, chunk: Chunk):
             options["max_errors"], options["max_hits"], options["xa"], options["read_group"]
         size = min(default_batch_size(session.device), -(-chunk.count // BATCHES_A_CHUNK))
         batches = rebatched(chunk.batch(), size)
-        records = _Records()
+        records = _Records(options["bam"])
         stats = map_reads(session, args, next(batches), batches, BytesRead(), lambda header: records, "",
                           lambda message: None, time.time())
         return records.joined(), stats
@@ -290,9 +292,11 @@ def _worker_log(message: str) -> None:
 
 
 class _Records:
-    """A chunk's SAM records, collected (session.OpenOutput; the header is the client's)."""
+    """A chunk's SAM records, collected (session.OpenOutput; the header is the client's): BAM
+    records when is_bam (the client's output is a BAM file)."""
 
-    def __init__(self):
+    def __init__(self, is_bam: bool):
+        self.is_bam = is_bam
         self.parts: list[bytes] = []
 
     def write(self, records) -> None:

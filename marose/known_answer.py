@@ -353,6 +353,32 @@ def check_pair_records(device, case: Case) -> bool:
     return found == first_differing_pair(renamed) == RENAMED_PAIR
 
 
+def check_bam_records(device, case: Case) -> bool:
+    """BAM records of the case's SAM text, and of paired-end records with every kind of field
+    marose writes, against bam.bam_records."""
+    from .bam import bam_records
+    from .bam_records import DeviceBamRecords
+    from .sam import format_batch
+
+    names = case.index.reference.names
+    _, batch, hits, n_loci = _mapped(device, case, MAX_HITS)
+    text = format_batch(batch, hits, n_loci, names, MAX_HITS, False, "rg1") + paired_lines(names[0], names[-1])
+    return DeviceBamRecords(device, names).of_text(text).tobytes() == bam_records(text, names)
+
+
+def paired_lines(first: str, last: str) -> bytes:
+    """SAM lines of mates: RNEXT '=' and another contig, negative TLEN, an unmapped mate placed
+    at its mate's position, no qualities, integer tags of each width and sign, MC, XA and XR."""
+    return "".join(line.replace(" ", "\t") + "\n" for line in [
+        f"p1 99 {first} 100 60 5M1I4M = 300 210 ACGTACGTAC IIIII#####"
+        f" NM:i:1 MD:Z:9 AS:i:-1 HN:i:1 MC:Z:10M XA:Z:{last},-7,10M,2;",
+        f"p1 147 {first} 300 60 10M = 100 -210 ACGTACGTAC * NM:i:0 AS:i:-300 HN:i:70000 MC:Z:5M1I4M",
+        f"p2 73 {last} 5 0 3M2D7M = 5 0 ACGTACGTAC ~~~~~~~~~~ AS:i:-40000 HN:i:300 XR:i:1",
+        f"p2 133 {last} 5 0 * = 5 0 ACGTNNGTAC !!!!!!!!!! HN:i:0 MC:Z:3M2D7M",
+        f"p3 65 {first} 9 255 10M {last} 1 0 ACGTACGTAC IIIIIIIIII HN:i:4294967295 AS:i:-2147483648",
+    ]).encode()
+
+
 def check_bdz(device, case: Case) -> bool:
     from indexer import bdz, bdz_cl
     from indexer.build import _sort_patterns, keys_of, pattern_starts, seeds_of
@@ -382,6 +408,7 @@ MAP_CHECKS = [
     ("traceback, alignment_text (CIGAR, NM, MD)", check_alignments),
     ("sam_records (SAM text)", check_sam_records),
     ("mate_names, pair_records (paired-end SAM text)", check_pair_records),
+    ("bam_records (BAM records)", check_bam_records),
 ]
 INDEX_CHECKS = [("bdz_build (the perfect hashes)", check_bdz)]
 

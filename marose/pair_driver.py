@@ -111,14 +111,15 @@ class PairedEnd:
     def reads(self, batch: PairBatch):
         return batch.reads
 
-    def work(self, mapper, contig_names: list[str], read_group_id: str | None) -> Callable:
+    def work(self, mapper, contig_names: list[str], read_group_id: str | None, bam: bool) -> Callable:
         """The work of a mapping lane: a batch's mates mapped (unless mapped ahead) and paired, and
-        its records formatted on the device, left there for the writing thread to read back."""
+        its records (with bam, BAM records) formatted on the device, left there for the writing
+        thread to read back."""
         from .sam_records import DevicePairFormatter
 
         budget = self.budget(mapper.k)
         rescue = MateRescue(mapper, budget) if budget else None
-        formatter = DevicePairFormatter(mapper.device, mapper.genome, contig_names, read_group_id)
+        formatter = DevicePairFormatter(mapper.device, mapper.genome, contig_names, read_group_id, bam)
         counts = PairCounts()
         self.counts.append(counts)
         offsets = mapper.contig_offsets

@@ -1,6 +1,7 @@
 """SAM records of a batch written on the device: single-end (cl/sam_records.cl) byte for byte
 what sam.format_batch writes, from hits left on the device (extend.DeviceHits); paired-end
-(cl/pair_records.cl) what sam.format_records writes, from the records marose.pairs lays out."""
+(cl/pair_records.cl) what sam.format_records writes, from the records marose.pairs lays out. For
+a BAM output, the records are then made BAM records there too (bam_records.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Sequence
 import numpy as np
 
 from . import sam
+from .bam_records import DeviceBamRecords, SamLines
 from .device import PLAIN, DeferredRead, Device, groups
 from .extend import DeviceHits, DeviceTracebacks
 from .lookup import DeviceGenome
@@ -24,10 +26,12 @@ PAIR_HIT = np.dtype([(name, np.uint32) for name in ("contig", "pos", "start", "s
 
 class _RecordKernel:
     """What a record kernel takes of a reference on one device (its genome there and its
-    contigs) and of an optional read group."""
+    contigs) and of an optional read group; with bam, the records are given as BAM records."""
 
-    def __init__(self, device: Device, genome: DeviceGenome, contig_names: Sequence[str], read_group_id: str | None):
+    def __init__(self, device: Device, genome: DeviceGenome, contig_names: Sequence[str], read_group_id: str | None,
+                 bam: bool = False):
         self.device = device
+        self.to_bam = DeviceBamRecords(device, contig_names) if bam else None
         self.genome = genome
         names, offsets = pack_texts(list(contig_names))
         self.contigs = (device.to_device(names), device.to_device(offsets))
@@ -38,13 +42,13 @@ class _RecordKernel:
 
 class DeviceSamFormatter(_RecordKernel):
     """Formats batches on one device for a reference, max_hits records a read (or with xa one
-    record, the others in an XA tag) and an optional read group."""
+    record, the others in an XA tag) and an optional read group (with bam, as BAM records)."""
 
     def __init__(self, device: Device, genome: DeviceGenome, contig_names: Sequence[str], max_hits: int,
-                 read_group_id: str | None, xa: bool = False):
+                 read_group_id: str | None, xa: bool = False, bam: bool = False):
         if max_hits < 1:
             raise ValueError("max_hits must be at least 1")
-        super().__init__(device, genome, contig_names, read_group_id)
+        super().__init__(device, genome, contig_names, read_group_id, bam)
         self.max_hits = max_hits
         self.xa = xa
         self.mapq = device.to_device(np.array(MAPQ, dtype=np.uint32))
@@ -74,16 +78,16 @@ class DeviceSamFormatter(_RecordKernel):
         def launch(write, out_offset, out, lengths) -> None:
             d.launch(self.kernel, *passes, write, xa_hits, *arguments, out_offset, out, lengths)
 
-        return _two_passes(d, n_records, launch, lambda: traced.check(d))
+        return _two_passes(d, n_records, launch, self.to_bam, lambda: traced.check(d))
 
 
 class DevicePairFormatter(_RecordKernel):
     """Formats batches of paired-end records (sam.Records, as marose.pairs lays them out) on one
-    device, for a reference and an optional read group."""
+    device, for a reference and an optional read group (with bam, as BAM records)."""
 
     def __init__(self, device: Device, genome: DeviceGenome, contig_names: Sequence[str],
-                 read_group_id: str | None):
-        super().__init__(device, genome, contig_names, read_group_id)
+                 read_group_id: str | None, bam: bool = False):
+        super().__init__(device, genome, contig_names, read_group_id, bam)
         self.kernel = device.kernel(PLAIN, "pair_records")
 
     def format(self, reads, n_loci: np.ndarray, records: Records, xa_hit: np.ndarray, loci, contig_offsets,
@@ -113,13 +117,15 @@ class DevicePairFormatter(_RecordKernel):
         def launch(write, out_offset, out, lengths) -> None:
             d.launch(self.kernel, *passes, write, *arguments, out_offset, out, lengths)
 
-        return _two_passes(d, m, launch)
+        return _two_passes(d, m, launch, self.to_bam)
 
 
-def _two_passes(d: Device, n_records: int, launch, after_lengths=None) -> DeferredRead:
+def _two_passes(d: Device, n_records: int, launch, to_bam: DeviceBamRecords | None,
+                after_lengths=None) -> DeferredRead:
     """The text of a record kernel's two passes: launch(write, out_offset, out, lengths) with
     write 0 gives each record's length, with write 1 the records at the offsets those make;
-    after_lengths runs once the lengths are read. The text is read when asked for."""
+    after_lengths runs once the lengths are read. The text (or with to_bam, its BAM records) is
+    read when asked for."""
     lengths = d.empty(4 * n_records)
     launch(np.uint32(0), d.to_device(np.zeros(1, np.uint32)), d.empty(1), lengths)
     offsets = np.concatenate(([0], np.cumsum(d.read(lengths, np.uint32, n_records), dtype=np.int64)))
@@ -127,6 +133,7 @@ def _two_passes(d: Device, n_records: int, launch, after_lengths=None) -> Deferr
         after_lengths()
     if offsets[-1] >= 2**32:
         raise MemoryError("SAM text of one batch over 4 GiB; use a smaller --batch-size")
-    out = d.empty(int(offsets[-1]))
-    launch(np.uint32(1), d.to_device(offsets.astype(np.uint32)), out, lengths)
-    return d.read_later(out, int(offsets[-1]))
+    out, starts = d.empty(int(offsets[-1])), d.to_device(offsets.astype(np.uint32))
+    launch(np.uint32(1), starts, out, lengths)
+    lines = SamLines(d, out, starts, n_records, int(offsets[-1]))
+    return to_bam.records(lines) if to_bam else lines.read_later()

@@ -173,13 +173,15 @@ def _answer_map(session, conn: socket.socket, request: dict, fds: list[int], num
 
 def _mapped(session, client: _Client, request: dict, stdin: _Stdin | None, number: int, log) -> str | None:
     """Maps a request as its client; the error that stopped it, or None."""
+    from .sam_file import is_bam_path
     from .session import map_request
 
     try:
         with _as_client(client, request.get("cwd", "/"), stdin):
             args = _map_args(session, request, stdin)
-            map_request(session, args, client.open_output, request.get("command_line", "marose map"),
-                        _client_log(args.quiet))
+            bam = is_bam_path(args.output)
+            map_request(session, args, lambda header: _ClientOutput(client, header, bam),
+                        request.get("command_line", "marose map"), _client_log(args.quiet))
     except ClientGone:
         return ClientGone.MESSAGE
     except MaroseError as e:
@@ -248,15 +250,14 @@ class _Client:
     def isatty(self) -> bool:
         return self.tty
 
-    def open_output(self, header: str) -> "_ClientOutput":
-        return _ClientOutput(self, header)
-
 
 class _ClientOutput:
-    """A request's SAM, sent to the client, which writes it where -o says (session.OpenOutput)."""
+    """A request's SAM, sent to the client, which writes it where -o says (session.OpenOutput):
+    as BAM records when is_bam (the client's output is a BAM file)."""
 
-    def __init__(self, client: _Client, header: str):
+    def __init__(self, client: _Client, header: str, is_bam: bool = False):
         self.client = client
+        self.is_bam = is_bam
         client.send(HEADER, header.encode("utf-8"))
 
     def write(self, records) -> None:
@@ -276,7 +277,7 @@ class _Dropped(_ClientOutput):
     """SAM that goes nowhere (the warm-up's)."""
 
     def __init__(self):
-        pass
+        self.is_bam = False
 
     def write(self, records) -> None:
         pass

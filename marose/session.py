@@ -16,7 +16,8 @@ import numpy as np
 from . import pipeline
 from .progress import Progress
 
-# open_output(header) -> a SamWriter, or anything that writes, closes and aborts like one
+# open_output(header) -> a SamWriter, or anything that writes, closes and aborts like one (and
+# whose is_bam, when it has one, says it takes BAM records)
 OpenOutput = Callable[[str], object]
 
 
@@ -134,13 +135,13 @@ class SingleEnd:
     def reads(self, batch):
         return batch
 
-    def work(self, mapper, contig_names: list[str], read_group_id: str | None) -> Callable:
-        """The work of a mapping lane: a batch's SAM records, formatted on the device and left
-        there for the writing thread to read back."""
+    def work(self, mapper, contig_names: list[str], read_group_id: str | None, bam: bool) -> Callable:
+        """The work of a mapping lane: a batch's SAM records (with bam, BAM records), formatted on
+        the device and left there for the writing thread to read back."""
         from .sam_records import DeviceSamFormatter
 
         formatter = DeviceSamFormatter(mapper.device, mapper.genome, contig_names, self.args.max_hits, read_group_id,
-                                       self.args.xa)
+                                       self.args.xa, bam)
 
         def work(batch):
             hits, n_loci = mapper.map_batch(batch)
@@ -161,7 +162,7 @@ def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open
     """Maps the reads of first and batches (map's options in args) in their layout (default
     SingleEnd) into the output that open_output makes from the SAM header; the summary goes to
     log and, with args.stats, the counts to that file. bytes_read tells progress how far the
-    input has been read."""
+    input has been read. The output takes BAM records when its is_bam says so."""
     from . import __version__
     from .cli import explain, index_layout, summary, write_stats
     from .mapper import Mapper
@@ -190,7 +191,6 @@ def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open
     except BaseException:
         session.checked.result()  # a corrupted index is the error to report, whatever else failed
         raise
-    works = [layout.work(m, ref.names, rg_id) for m in mappers]
     scratch = np.empty(0, np.uint8)  # the records of a batch read back, reused from batch to batch
 
     def write(batch, records) -> None:
@@ -204,6 +204,7 @@ def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open
     if not kept_at_close(args.output):  # output that cannot be taken back waits for the check
         session.checked.result()
     with open_output(header) as out:
+        works = [layout.work(m, ref.names, rg_id, getattr(out, "is_bam", False)) for m in mappers]
         try:
             pipeline.run(itertools.chain(ahead, _timed(batches, stats, [m.on_device.device for m in mappers], layout,
                                                        len(ahead))), works, write)

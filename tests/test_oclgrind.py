@@ -45,7 +45,7 @@ def test_all_kernels_are_clean_under_oclgrind(tmp_path):
         ["-m", "marose.cli", "map", "-x", fasta, str(fq), "-k", "2", "--device", "Oclgrind", "-q",
          "-o", str(tmp_path / "out.sam")],
         ["-m", "marose.cli", "map", "-x", fasta, str(fq), "-k", "2", "--device", "Oclgrind", "-q", "--xa",
-         "-o", str(tmp_path / "xa.sam")],  # CIGAR, NM and MD written by alignment_text
+         "-o", str(tmp_path / "xa.bam")],  # the BAM records made by bam_records
     ]
     for args in steps:
         result = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, cwd=tmp_path,

@@ -62,30 +62,6 @@ def terminate(proc: subprocess.Popen) -> tuple[int, str]:
     return status, proc.stderr.read().decode()
 
 
-def children(pid: int) -> dict[int, str]:
-    """The processes whose parent is pid, with their command lines."""
-    found = {}
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                ppid = int(handle.read().rsplit(")", 1)[1].split()[1])  # after the name: state, ppid
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                command = handle.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:  # ended meanwhile
-            continue
-        if ppid == pid:
-            found[int(entry)] = command
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 @pytest.mark.parametrize("name", ["out.sam", "out.bam"])
 def test_sigterm_ends_a_map_and_leaves_no_output(lambda_index, tmp_path, name):
     folder = tmp_path / "out"
@@ -96,9 +72,6 @@ def test_sigterm_ends_a_map_and_leaves_no_output(lambda_index, tmp_path, name):
     try:
         # records reached the temporary file: the run is mapping and writing
         wait_for(proc, lambda: any(p.name.endswith(".tmp") and p.stat().st_size > 0 for p in folder.iterdir()))
-        converters = children(proc.pid)
-        if name.endswith(".bam"):  # samtools view, through pysam, writes the BAM
-            assert any("pysam" in command for command in converters.values()), converters
         status, stderr = terminate(proc)
     finally:
         proc.kill()
@@ -108,7 +81,6 @@ def test_sigterm_ends_a_map_and_leaves_no_output(lambda_index, tmp_path, name):
     assert status == 128 + signal.SIGTERM, stderr
     assert "marose: terminated; no output written" in stderr and "Traceback" not in stderr
     assert list(folder.iterdir()) == []
-    assert not any(alive(pid) for pid in converters)
 
 
 def test_sigterm_ends_an_index_build_and_leaves_no_index(tmp_path):

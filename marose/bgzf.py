@@ -1,0 +1,82 @@
+"""BGZF (the blocked gzip of BAM files, SAM spec 4.1), compressed by a pool of threads: zlib
+releases the interpreter lock while it deflates, so that blocks compress on several cores while
+the mapper's threads go on. Without numpy, so that a client of `marose serve` starts quickly."""
+
+from __future__ import annotations
+
+import collections
+import struct
+import zlib
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import BinaryIO
+
+BLOCK_INPUT = 0xFF00  # uncompressed bytes a block holds at most, as htslib fills them
+LEVEL = 6  # zlib's default, as `samtools view -b` compresses
+# gzip member header with the BC extra field (the block's size less one follows it)
+_HEADER = b"\x1f\x8b\x08\x04\x00\x00\x00\x00\x00\xff\x06\x00BC\x02\x00"
+_SIZE = struct.Struct("<H")
+_TRAILER = struct.Struct("<II")
+EOF_BLOCK = _HEADER + b"\x1b\x00\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00"  # an empty block ends the file
+
+
+def compress_block(data: bytes, level: int = LEVEL) -> bytes:
+    """One BGZF block holding data (at most BLOCK_INPUT bytes)."""
+    deflater = zlib.compressobj(level, zlib.DEFLATED, -15)
+    deflated = deflater.compress(data) + deflater.flush()
+    size = len(_HEADER) + 2 + len(deflated) + _TRAILER.size
+    return _HEADER + _SIZE.pack(size - 1) + deflated + _TRAILER.pack(zlib.crc32(data), len(data))
+
+
+class BgzfWriter:
+    """Writes BGZF to an open binary file: what write() is given is cut into blocks, compressed
+    by threads threads and written in order. At most a few blocks a thread wait compressed or
+    compressing, so that memory stays bounded while every thread is kept busy. close() writes
+    the end-of-file block; neither closes the file."""
+
+    def __init__(self, file: BinaryIO, threads: int = 1, level: int | None = None):
+        self._file = file
+        self._level = LEVEL if level is None else level
+        self._pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="marose-bgzf")
+        self._in_flight: collections.deque[Future] = collections.deque()
+        self._most_in_flight = 4 * max(1, threads)
+        self._pending = bytearray()
+
+    def write(self, data) -> None:
+        """Appends bytes (any bytes-like object; it may be reused once this returns)."""
+        with memoryview(data) as given:
+            view = given.cast("B")
+            at = 0
+            if self._pending:
+                at = min(BLOCK_INPUT - len(self._pending), len(view))
+                self._pending += view[:at]
+                if len(self._pending) == BLOCK_INPUT:
+                    self._submit(bytes(self._pending))
+                    self._pending.clear()
+            while len(view) - at >= BLOCK_INPUT:
+                self._submit(bytes(view[at:at + BLOCK_INPUT]))
+                at += BLOCK_INPUT
+            self._pending += view[at:]
+
+    def _submit(self, block: bytes) -> None:
+        self._in_flight.append(self._pool.submit(compress_block, block, self._level))
+        while len(self._in_flight) > self._most_in_flight or (self._in_flight and self._in_flight[0].done()):
+            self._file.write(self._in_flight.popleft().result())
+
+    def close(self) -> None:
+        """Writes what is left, and the end-of-file block."""
+        try:
+            if self._pending:
+                self._submit(bytes(self._pending))
+                self._pending.clear()
+            while self._in_flight:
+                self._file.write(self._in_flight.popleft().result())
+            self._file.write(EOF_BLOCK)
+        finally:
+            self.abort()
+
+    def abort(self) -> None:
+        """Drops what is not yet written and stops the threads (once closed, only the latter)."""
+        for future in self._in_flight:
+            future.cancel()
+        self._in_flight.clear()
+        self._pool.shutdown(wait=True, cancel_futures=True)

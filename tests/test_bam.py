@@ -1,0 +1,96 @@
+"""BAM output: bam.bam_record against samtools (pysam), the device's records (cl/bam_records.cl)
+against bam.bam_record, and BGZF blocks written by threads."""
+
+from __future__ import annotations
+
+import gzip
+import struct
+import zlib
+from pathlib import Path
+
+import pysam
+import pytest
+
+from marose.bam import bam_header, bam_records, contigs_of_header, nt16_table
+from marose.bam_records import DeviceBamRecords
+from marose.bgzf import BLOCK_INPUT, EOF_BLOCK, BgzfWriter
+from marose.errors import MaroseError
+from marose.known_answer import paired_lines
+
+HEADER = "@HD\tVN:1.6\tSO:unsorted\n@SQ\tSN:chr1\tLN:5000\n@SQ\tSN:c2 x\tLN:700\n@SQ\tSN:c10\tLN:300\n" \
+         "@RG\tID:g\tSM:s\n@PG\tID:marose\tPN:marose\n"
+CONTIGS = ["chr1", "c2 x", "c10"]
+LINES = paired_lines("chr1", "c10") + "".join(line.replace(" ", "\t") + "\n" for line in [
+    "u1 4 * 0 0 * * 0 0 ACGTRYKMSWBDHVN.=acgu0123 IIIIIIIIIIIIIIIIIIIIIIIII HN:i:0 RG:Z:g",
+    "u2 4 * 0 0 * * 0 0 * * HN:i:0",
+    "m1 16 c2_x 1 60 3S4=1X2N3P2H4M * 0 0 ACGTACGTACGT IIIIIIIIIIII NM:i:1 MD:Z:8A0 XA:A:q",
+    "m2 256 c10 290 0 100M * 0 0 " + "A" * 100 + " " + "5" * 100 + " AS:i:0 HN:i:65535 XH:H:1AE3",
+    "m3 0 chr1 16384 3 1M * 0 0 A I AS:i:-129 HN:i:65536 XS:i:-32769",
+]).replace("c2_x", "c2 x").encode()
+
+
+def samtools_bam(tmp_path: Path, header: str, lines: bytes) -> bytes:
+    """The uncompressed BAM that `samtools view -b` makes of the SAM text."""
+    sam = tmp_path / "in.sam"
+    sam.write_bytes(header.encode() + lines)
+    pysam.view("-u", "--no-PG", "-o", str(tmp_path / "u.bam"), str(sam), catch_stdout=False)
+    return gzip.decompress((tmp_path / "u.bam").read_bytes())
+
+
+def test_records_are_samtools_records(tmp_path: Path) -> None:
+    assert bam_header(HEADER) + bam_records(LINES, CONTIGS) == samtools_bam(tmp_path, HEADER, LINES)
+
+
+def test_header_contigs_and_nt16() -> None:
+    assert contigs_of_header(HEADER) == [("chr1", 5000), ("c2 x", 700), ("c10", 300)]
+    table = nt16_table()
+    assert [table[ord(c)] for c in "=AaCcGgTtUuNn.0123"] == [0, 1, 1, 2, 2, 4, 4, 8, 8, 8, 8, 15, 15, 15, 1, 2, 4, 8]
+
+
+def test_device_records_equal_host_records(device) -> None:
+    text = LINES * 50
+    assert DeviceBamRecords(device, CONTIGS).of_text(text).tobytes() == bam_records(text, CONTIGS)
+
+
+@pytest.mark.parametrize("line, why", [
+    (b"r\t0\tnot_a_contig\t1\t60\t4M\t*\t0\t0\tACGT\tIIII\n", "unknown contig"),
+    (b"r\t0\tchr1\t1\t60\t4M\t*\t0\t0\tACGT\tIII\n", "SEQ and QUAL of different lengths"),
+    (b"r\tx\tchr1\t1\t60\t4M\t*\t0\t0\tACGT\tIIII\n", "a flag that is no number"),
+    (b"r\t0\tchr1\t1\t60\t4M\t*\t0\t0\tACGT\n", "ten fields"),
+    (b"r\t0\tchr1\t1\t60\t4M\t*\t0\t0\tACGT\tIIII\tXF:f:1.5\n", "a float tag"),
+    (b"r\t0\tchr1\t1\t60\t4Q\t*\t0\t0\tACGT\tIIII\n", "an unknown CIGAR operation"),
+])
+def test_device_refuses_what_has_no_bam_record(device, line: bytes, why: str) -> None:
+    good = b"g\t4\t*\t0\t0\t*\t*\t0\t0\t*\t*\n"
+    with pytest.raises(MaroseError, match=r"SAM record 2 of a batch has no BAM form"):
+        DeviceBamRecords(device, CONTIGS).of_text(good + line + good)
+
+
+def blocks(data: bytes) -> list[bytes]:
+    """The members of BGZF data, each checked to be a BGZF block."""
+    found = []
+    while data:
+        assert data[:4] == b"\x1f\x8b\x08\x04" and data[12:14] == b"BC"
+        size = struct.unpack("<H", data[16:18])[0] + 1
+        found.append(data[:size])
+        data = data[size:]
+    return found
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_bgzf_blocks_hold_the_data_in_order(tmp_path: Path, threads: int) -> None:
+    data = bytes(range(256)) * 2000 + b"\x00" * 300000  # 812,000 bytes: 13 blocks, the last partial
+    path = tmp_path / "x.gz"
+    with open(path, "wb") as file:
+        writer = BgzfWriter(file, threads)
+        for at in range(0, len(data), 70001):  # pieces that straddle blocks
+            writer.write(memoryview(data)[at:at + 70001])
+        writer.close()
+    written = path.read_bytes()
+    assert gzip.decompress(written) == data
+    members = blocks(written)
+    assert members[-1] == EOF_BLOCK and len(members) == -(-len(data) // BLOCK_INPUT) + 1
+    for member in members[:-1]:
+        body = zlib.decompress(member[18:-8], -15)
+        assert len(body) == BLOCK_INPUT or member is members[-2]
+        assert struct.unpack("<II", member[-8:]) == (zlib.crc32(body), len(body))
