@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from conftest import DATA, LAMBDA
-from indexer import cli as index_cli
 from marose import cli, cluster
 from marose.errors import MaroseError
 from marose.reads import read_batches, rebatched
@@ -38,13 +37,6 @@ def scheduler():
     with local_cluster() as dask_cluster:
         yield dask_cluster.scheduler_address
 
-
-@pytest.fixture(scope="module")
-def lambda_index(tmp_path_factory):
-    fasta = tmp_path_factory.mktemp("idx") / "lambda.fa.gz"
-    fasta.write_bytes(open(LAMBDA, "rb").read())
-    assert index_cli.main([str(fasta), "-q"]) == 0
-    return str(fasta) + ".marose"
 
 
 def map_both(lambda_index, scheduler, folder, name, reads, *options):

@@ -11,7 +11,6 @@ from conftest import LAMBDA
 from marose import cli, device as device_module
 from marose.errors import MaroseError
 from marose.reference import read_fasta
-from indexer import cli as index_cli
 from test_map import run_map, simulate, write_reads
 from test_pairs import simulate_pairs, write_mates
 
@@ -62,13 +61,6 @@ def test_without_a_gpu_the_default_is_the_one_cpu_device(table, monkeypatch):
     assert device_module.choose_devices(None) == ["0:2"]
     assert device_module.choose_devices("all") == ["0:2"]
 
-
-@pytest.fixture(scope="module")
-def lambda_index(tmp_path_factory):
-    fasta = tmp_path_factory.mktemp("idx") / "lambda.fa.gz"
-    fasta.write_bytes(open(LAMBDA, "rb").read())
-    assert index_cli.main([str(fasta), "-q"]) == 0
-    return str(fasta) + ".marose"
 
 
 def two_devices() -> str:
