@@ -19,6 +19,7 @@ from typing import Callable
 import numpy as np
 
 from marose.errors import MaroseError
+from marose.progress import duration, eta_seconds
 from marose.reference import Reference
 
 from .bdz_cl import hash_builder
@@ -245,9 +246,7 @@ class Progress:
     LOG_SECONDS = 10.0
 
     def __init__(self, log: Callable[[str], None], stage: str, total: int):
-        from marose.progress import duration
-
-        self.log, self.stage, self.total, self.duration = log, stage, max(1, total), duration
+        self.log, self.stage, self.total = log, stage, max(1, total)
         self.done = 0
         self.started = self.last = time.time()
 
@@ -258,5 +257,5 @@ class Progress:
             return
         self.last = now
         share, elapsed = self.done / self.total, now - self.started
-        left = f", ETA {self.duration(elapsed * (1 - share) / share)}" if 0 < share < 1 else ""
+        left = f", ETA {duration(eta_seconds(share, elapsed))}" if 0 < share < 1 else ""
         self.log(f"{self.stage}: {share:.0%}{left} [{elapsed:.0f} s]")
