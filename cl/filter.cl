@@ -6,15 +6,16 @@
  * there are at most 4 WG of them, else by a radix sort. A read with more than CAP candidates
  * leaves them as found, for cl/row_sort.cl to sort; its position ranges longer than BIG_RANGE
  * are listed instead, and expand_ranges writes them a work-group each, so that no work-item
- * walks a long range alone. filter_count keeps the ranges it found, up to SAVED a pattern, for
- * filter_emit.
+ * walks a long range alone. filter_count keeps the ranges it found, up to saved_max a pattern,
+ * for filter_emit.
  *
- * Needs murmur3.cl, phf.cl, search.cl and sort.cl. Defines: SPAN, LN, SEED_MASK (bit j set where
- * the mask has '#'), E (0..3), LOOKUP_BATCH (lookups hashed before their slots are read), WG
- * (work-group size), CAP (local candidates), KEY_BITS (bits of a genome position),
- * BIG_RANGE, SAVED. */
+ * The index's pattern shape comes at run time as PATTERN_ARGS (span, ln: the seed's span and
+ * the neighborhood's length; seed_mask: bit j set where the mask has '#'), and the bits of a
+ * genome position as key_bits, so that one program serves every index. Needs murmur3.cl, phf.cl,
+ * search.cl and sort.cl. Defines: E (0..3), LOOKUP_BATCH (lookups hashed before their slots are
+ * read), WG (work-group size), CAP (local candidates), BIG_RANGE. */
 
-#define WIDTH (SPAN + LN)
+#define PATTERN_ARGS uint span, uint ln, uint seed_mask
 #define NO_PATTERN 0xFFFFFFFFu
 
 typedef struct {
@@ -25,18 +26,18 @@ typedef struct {
 
 /* Seed and neighborhood key of the pattern at read offset o; an N in the seed kills it, an N
  * in the neighborhood is looked up as A (the E substitutions may repair it). */
-inline pattern_t make_pattern(__global const uchar *read, uint o)
+inline pattern_t make_pattern(__global const uchar *read, uint o, PATTERN_ARGS)
 {
     pattern_t p = {0u, 0u, 1u};
-    for (uint j = 0; j < SPAN; ++j) {
-        if (!((SEED_MASK >> j) & 1u))
+    for (uint j = 0; j < span; ++j) {
+        if (!((seed_mask >> j) & 1u))
             continue;
         uchar c = read[o + j];
         p.ok &= c < 4;
         p.seed = (p.seed << 2) | (c & 3u);
     }
-    for (uint j = 0; j < LN; ++j) {
-        uchar c = read[o + SPAN + j];
+    for (uint j = 0; j < ln; ++j) {
+        uchar c = read[o + span + j];
         p.key = (p.key << 2) | (c < 4 ? c : 0u);
     }
     return p;
@@ -62,15 +63,15 @@ inline seed_hash_t seed_hash(uint seed, __global const uint *hash_seed, __global
 #define FOR_EACH_NEIGHBOR_KEY(key, VISIT, ARG)                                              \
     do {                                                                                    \
         VISIT(key, ARG);                                                                    \
-        for (uint i1 = 0; E >= 1 && i1 < LN; ++i1)                                          \
+        for (uint i1 = 0; E >= 1 && i1 < ln; ++i1)                                          \
             for (uint c1 = 1; c1 < 4u; ++c1) {                                              \
                 uint k1 = (key) ^ (c1 << (2u * i1));                                        \
                 VISIT(k1, ARG);                                                             \
-                for (uint i2 = i1 + 1; E >= 2 && i2 < LN; ++i2)                             \
+                for (uint i2 = i1 + 1; E >= 2 && i2 < ln; ++i2)                             \
                     for (uint c2 = 1; c2 < 4u; ++c2) {                                      \
                         uint k2 = k1 ^ (c2 << (2u * i2));                                   \
                         VISIT(k2, ARG);                                                     \
-                        for (uint i3 = i2 + 1; E >= 3 && i3 < LN; ++i3)                     \
+                        for (uint i3 = i2 + 1; E >= 3 && i3 < ln; ++i3)                     \
                             for (uint c3 = 1; c3 < 4u; ++c3)                                \
                                 VISIT(k2 ^ (c3 << (2u * i3)), ARG);                         \
                     }                                                                       \
@@ -124,11 +125,11 @@ inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __
 
 /* Row r's patterns are numbered from pattern_base[r] to pattern_base[r + 1], pattern P at read
  * offset pattern_offset[P] (cl/placement.cl writes them; NO_PATTERN for a slot left empty);
- * pattern P's non-empty position ranges, the first SAVED of them, go to saved[SAVED P, + SAVED)
- * and their number to n_found[P], so that filter_emit does not look them up again. A work-group
- * per row of row_list. */
+ * pattern P's non-empty position ranges, the first saved_max of them, go to
+ * saved[saved_max P, + saved_max) and their number to n_found[P], so that filter_emit does not
+ * look them up again. A work-group per row of row_list. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void filter_count(__global const uchar *reads, __global const uint *read_offset,
+void filter_count(PATTERN_ARGS, uint saved_max, __global const uchar *reads, __global const uint *read_offset,
                   __global const uint *pattern_offset, SEGMENT_TABLES, __global const uint *row_list,
                   __global const uint *pattern_base, __global uint *item_count, __global uint *read_count,
                   __global uint2 *saved, __global uint *n_found)
@@ -143,7 +144,7 @@ void filter_count(__global const uchar *reads, __global const uint *read_offset,
     do {                                        \
         uint2 found = (range);                  \
         if (found.y > found.x) {                \
-            if (found_here < SAVED)             \
+            if (found_here < saved_max)         \
                 saved_here[found_here] = found; \
             ++found_here;                       \
             count += found.y - found.x;         \
@@ -151,9 +152,9 @@ void filter_count(__global const uchar *reads, __global const uint *read_offset,
     } while (0)
     for (uint t = lid; t < np; t += WG) {
         uint o = pattern_offset[first + t];
-        pattern_t p = make_pattern(read, o == NO_PATTERN ? 0u : o);
+        pattern_t p = make_pattern(read, o == NO_PATTERN ? 0u : o, span, ln, seed_mask);
         found_here = 0;
-        saved_here = saved + SAVED * (first + t);
+        saved_here = saved + saved_max * (first + t);
         if (o != NO_PATTERN && p.ok && p.seed - seed_lo < n_seeds) /* the other seeds are other segments' */
             FOR_EACH_NEIGHBOR(p, COUNT);
         n_found[first + t] = found_here;
@@ -179,8 +180,8 @@ inline uint read_start(uint q, uint o, __global const uint *contig_start, uint n
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void filter_emit(__global const uchar *reads, __global const uint *read_offset,
-                 __global const uint *pattern_offset, SEGMENT_TABLES,
+void filter_emit(PATTERN_ARGS, uint saved_max, uint key_bits, __global const uchar *reads,
+                 __global const uint *read_offset, __global const uint *pattern_offset, SEGMENT_TABLES,
                  __global const uint *pattern_base, __global const uint2 *saved,
                  __global const uint *n_found, __global const uint *positions, __global const uint *contig_start, uint n_contigs,
                  __global const uint *item_count, __global const uint *out_offset,
@@ -219,11 +220,11 @@ void filter_emit(__global const uchar *reads, __global const uint *read_offset,
     for (uint t = lid; t < np; t += WG) {
         uint pattern = first + t, found_here = n_found[pattern];
         o = pattern_offset[pattern];
-        if (found_here <= SAVED) {
+        if (found_here <= saved_max) {
             for (uint j = 0; j < found_here; ++j)
-                EMIT(saved[SAVED * pattern + j]);
+                EMIT(saved[saved_max * pattern + j]);
         } else {
-            pattern_t p = make_pattern(read, o);
+            pattern_t p = make_pattern(read, o, span, ln, seed_mask);
             FOR_EACH_NEIGHBOR(p, EMIT);
         }
     }
@@ -231,7 +232,7 @@ void filter_emit(__global const uchar *reads, __global const uint *read_offset,
     if (!local_sort)
         return;
     barrier(CLK_LOCAL_MEM_FENCE);
-    uint n_unique = store_sorted_unique(keys_a, keys_b, total, hist, buf, lid, out);
+    uint n_unique = store_sorted_unique(keys_a, keys_b, total, hist, buf, lid, key_bits, out);
     if (lid == 0)
         out_count[r] = n_unique;
 }

@@ -3,13 +3,13 @@
  * rows to place by how often its pattern occurs, one segment at a time; place_patterns writes
  * those rows' offsets, the least-cost ones the rule allows.
  *
- * Needs filter.cl (make_pattern, seed_hash, WIDTH, NO_PATTERN). Defines beyond filter.cl's:
- * MIN_GAP (the rule's least gap), SEED_SHARE, COST_CAP. */
+ * Needs filter.cl (make_pattern, PATTERN_ARGS, seed_hash, NO_PATTERN); width is a pattern's (span
+ * + ln), min_gap the rule's least gap. Defines beyond filter.cl's: SEED_SHARE, COST_CAP. */
 
 #define NO_COST 0xFFFFFFFFu
 
-/* A work-item per row: offsets 0, step, 2 step, ... and len - WIDTH in its pattern slots. */
-__kernel void fixed_offsets(__global const uint *read_length, __global const uint *read_step,
+/* A work-item per row: offsets 0, step, 2 step, ... and len - width in its pattern slots. */
+__kernel void fixed_offsets(uint width, __global const uint *read_length, __global const uint *read_step,
                             __global const uint *pattern_base, uint n_rows, __global uint *offsets)
 {
     uint r = get_global_id(0);
@@ -17,7 +17,7 @@ __kernel void fixed_offsets(__global const uint *read_length, __global const uin
         return;
     uint len = read_length[r], step = read_step[r], first = pattern_base[r], np = pattern_base[r + 1] - first;
     for (uint t = 0; t < np; ++t)
-        offsets[first + t] = min(t * step, len - WIDTH);
+        offsets[first + t] = min(t * step, len - width);
 }
 
 /* cost[cost_base[r] + o], for every offset o of each row r of row_list whose pattern's seed is
@@ -27,7 +27,7 @@ __kernel void fixed_offsets(__global const uint *read_length, __global const uin
  * offsets at a time, each step for all of them before the next, so that their memory reads
  * (cache misses, mostly) overlap. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void pattern_costs(__global const uchar *reads, __global const uint *read_offset,
+void pattern_costs(PATTERN_ARGS, __global const uchar *reads, __global const uint *read_offset,
                    __global const uint *read_length, SEGMENT_TABLES, __global const uint *row_list,
                    __global const uint *cost_base, __global uint *cost)
 {
@@ -35,12 +35,12 @@ void pattern_costs(__global const uchar *reads, __global const uint *read_offset
     uint len = read_length[r];
     __global const uchar *read = reads + read_offset[r];
     __global uint *out = cost + cost_base[r];
-    uint n_offsets = len - WIDTH + 1u;
+    uint n_offsets = len - (span + ln) + 1u;
     for (uint first = lid * LOOKUP_BATCH; first < n_offsets; first += WG * LOOKUP_BATCH) {
         uint n = min((uint)LOOKUP_BATCH, n_offsets - first);
         uint seed[LOOKUP_BATCH], key[LOOKUP_BATCH], mine[LOOKUP_BATCH];
         for (uint j = 0; j < n; ++j) {
-            pattern_t p = make_pattern(read, first + j);
+            pattern_t p = make_pattern(read, first + j, span, ln, seed_mask);
             seed[j] = p.seed - seed_lo;
             key[j] = p.key;
             mine[j] = p.ok && seed[j] < n_seeds;
@@ -72,9 +72,9 @@ void pattern_costs(__global const uchar *reads, __global const uint *read_offset
 }
 
 /* The dynamic program of placement.choose_offsets, by one work-item: f[(j (x + 1) + s) P + o]
- * is the least cost of j + 1 patterns, the last at o, with s gaps shorter than WIDTH. */
-inline void place_row(__local const uint *c, __local uint *f, uint n_offsets, uint n, uint x,
-                      __global uint *out)
+ * is the least cost of j + 1 patterns, the last at o, with s gaps shorter than width. */
+inline void place_row(__local const uint *c, __local uint *f, uint n_offsets, uint n, uint x, uint width,
+                      uint min_gap, __global uint *out)
 {
     uint layers = x + 1u;
 #define F(j, s, o) f[((j) * layers + (s)) * n_offsets + (o)]
@@ -83,14 +83,19 @@ inline void place_row(__local const uint *c, __local uint *f, uint n_offsets, ui
             F(0u, s, o) = s == 0u ? c[o] : NO_COST;
     for (uint j = 1; j < n; ++j)
         for (uint s = 0; s < layers; ++s) {
-            uint before = NO_COST; /* least F(j - 1, s, o') over o' <= o - WIDTH */
+            uint before = NO_COST; /* least F(j - 1, s, o') over o' <= o - width */
             for (uint o = 0; o < n_offsets; ++o) {
-                if (o >= WIDTH)
-                    before = min(before, F(j - 1u, s, o - WIDTH));
+                if (o >= width)
+                    before = min(before, F(j - 1u, s, o - width));
                 uint best = before;
-                if (s > 0u && o >= MIN_GAP)
-                    for (uint q = o + 1u > WIDTH ? o + 1u - WIDTH : 0u; q <= o - MIN_GAP; ++q)
+                if (s > 0u && o >= min_gap)
+                    /* q from o - min_gap down to the first with q + width <= o, or 0 (counting
+                       down: a clamped start compiles to a saturating subtraction Oclgrind lacks) */
+                    for (uint q = o - min_gap; q + width > o; --q) {
                         best = min(best, F(j - 1u, s - 1u, q));
+                        if (q == 0u)
+                            break;
+                    }
                 F(j, s, o) = best == NO_COST ? NO_COST : best + c[o];
             }
         }
@@ -105,9 +110,9 @@ inline void place_row(__local const uint *c, __local uint *f, uint n_offsets, ui
     out[n - 1u] = o;
     for (uint j = n - 1u; j > 0u; --j) {
         uint want = F(j, s, o) - c[o];
-        for (uint q = 0; q + MIN_GAP <= o; ++q) {
-            if (q + WIDTH <= o ? F(j - 1u, s, q) == want : s > 0u && F(j - 1u, s - 1u, q) == want) {
-                s -= q + WIDTH <= o ? 0u : 1u;
+        for (uint q = 0; q + min_gap <= o; ++q) {
+            if (q + width <= o ? F(j - 1u, s, q) == want : s > 0u && F(j - 1u, s - 1u, q) == want) {
+                s -= q + width <= o ? 0u : 1u;
                 o = q;
                 break;
             }
@@ -118,18 +123,18 @@ inline void place_row(__local const uint *c, __local uint *f, uint n_offsets, ui
 }
 
 /* A work-group per row of row_list: row r takes n_placed[r] patterns with at most short_gaps[r]
- * gaps below WIDTH, from its costs at cost_base[r], in offsets[pattern_base[r], + n_placed[r]),
+ * gaps below width, from its costs at cost_base[r], in offsets[pattern_base[r], + n_placed[r]),
  * and NO_PATTERN in its other slots up to pattern_base[r + 1]; scratch holds
- * (n (x + 1) + 1) (len - WIDTH + 1) uints. */
+ * (n (x + 1) + 1) (len - width + 1) uints. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void place_patterns(__global const uint *row_list, __global const uint *read_length,
+void place_patterns(uint width, uint min_gap, __global const uint *row_list, __global const uint *read_length,
                     __global const uint *n_placed, __global const uint *short_gaps,
                     __global const uint *cost_base, __global const uint *cost,
                     __global const uint *pattern_base, __global uint *offsets, __local uint *scratch)
 {
     uint r = row_list[get_group_id(0)], lid = get_local_id(0);
     uint n = n_placed[r], np = pattern_base[r + 1] - pattern_base[r];
-    uint n_offsets = read_length[r] - WIDTH + 1u;
+    uint n_offsets = read_length[r] - width + 1u;
     __global uint *out = offsets + pattern_base[r];
     for (uint o = lid; o < n_offsets; o += WG)
         scratch[o] = cost[cost_base[r] + o];
@@ -137,5 +142,5 @@ void place_patterns(__global const uint *row_list, __global const uint *read_len
         out[t] = NO_PATTERN;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid == 0u)
-        place_row(scratch, scratch + n_offsets, n_offsets, n, short_gaps[r], out);
+        place_row(scratch, scratch + n_offsets, n_offsets, n, short_gaps[r], width, min_gap, out);
 }

@@ -15,7 +15,7 @@
  * The host lists the tiles (TILE outputs each, TILE dividing 2 CAP) of the rows with most
  * rounds first, so that the tiles of round j are the first ones.
  *
- * Needs sort.cl. Defines: WG, CAP, KEY_BITS, TILE (a multiple of WG). */
+ * Values are of key_bits bits. Needs sort.cl. Defines: WG, CAP, TILE (a multiple of WG). */
 
 #define ITEMS (TILE / WG)
 
@@ -29,8 +29,9 @@ inline uint rounds_for(uint total)
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void sort_chunks(__global uint *values, __global uint *scratch, __global const uint *chunk_row,
-                 __global const uint *chunk_first, __global const uint *offset, __global const uint *total)
+void sort_chunks(uint key_bits, __global uint *values, __global uint *scratch,
+                 __global const uint *chunk_row, __global const uint *chunk_first, __global const uint *offset,
+                 __global const uint *total)
 {
     __local uint keys_a[CAP], keys_b[CAP], hist[RADIX * WG], buf[WG];
     uint g = get_group_id(0), lid = get_local_id(0), r = chunk_row[g], first = chunk_first[g];
@@ -41,7 +42,7 @@ void sort_chunks(__global uint *values, __global uint *scratch, __global const u
     /* with an odd number of rounds the chunk goes back where it was read from: every read first */
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     __global uint *dst = (rounds_for(total[r]) % 2u == 1u ? values : scratch) + offset[r] + first;
-    uint n_unique = store_sorted_unique(keys_a, keys_b, n, hist, buf, lid, dst);
+    uint n_unique = store_sorted_unique(keys_a, keys_b, n, hist, buf, lid, key_bits, dst);
     for (uint i = n_unique + lid; i < n; i += WG)
         dst[i] = NONE;
 }

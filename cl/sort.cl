@@ -1,5 +1,5 @@
-/* Sorting and merging by a work-group of WG work-items (-D WG=, KEY_BITS= for the radix sort),
- * and the merge of each row's sorted runs into one sorted, unique run (merge_runs). */
+/* Sorting and merging by a work-group of WG work-items (-D WG=), and the merge of each row's
+ * sorted runs into one sorted, unique run (merge_runs). */
 
 #define RADIX 16
 #define RADIX_BITS 4
@@ -8,13 +8,14 @@
 /* Exclusive prefix sum of one value per work-item (needs scan.cl). */
 DEFINE_SCAN_ITEMS(scan_items, WG)
 
-/* Stable LSD radix sort of n keys in local memory; returns the buffer holding the result. */
+/* Stable LSD radix sort of n keys of key_bits bits in local memory; returns the buffer holding
+ * the result. */
 inline __local uint *radix_sort(__local uint *src, __local uint *dst, uint n, __local uint *hist,
-                                __local uint *buf, uint lid)
+                                __local uint *buf, uint lid, uint key_bits)
 {
     uint chunk = (n + WG - 1) / WG;
     uint lo = min(n, lid * chunk), hi = min(n, lo + chunk);
-    for (uint shift = 0; shift < KEY_BITS; shift += RADIX_BITS) {
+    for (uint shift = 0; shift < key_bits; shift += RADIX_BITS) {
         for (uint d = 0; d < RADIX; ++d)
             hist[d * WG + lid] = 0;
         for (uint i = lo; i < hi; ++i)
@@ -58,12 +59,13 @@ inline __local uint *rank_sort(__local uint *src, __local uint *dst, uint n, uin
     return dst;
 }
 
-/* Sorts n keys in local memory and writes the distinct ones to out in order; returns how many. */
+/* Sorts n keys of key_bits bits in local memory and writes the distinct ones to out in order;
+ * returns how many. */
 inline uint store_sorted_unique(__local uint *keys, __local uint *spare, uint n, __local uint *hist,
-                                __local uint *buf, uint lid, __global uint *out)
+                                __local uint *buf, uint lid, uint key_bits, __global uint *out)
 {
     __local uint *sorted = n <= RANK_SORT_MAX ? rank_sort(keys, spare, n, lid)
-                                              : radix_sort(keys, spare, n, hist, buf, lid);
+                                              : radix_sort(keys, spare, n, hist, buf, lid, key_bits);
     uint chunk = (n + WG - 1) / WG;
     uint lo = min(n, lid * chunk), hi = min(n, lo + chunk);
     uint n_unique = 0;

@@ -21,6 +21,9 @@ from .staging import Staging
 STAGING_BYTES = 8 << 20  # each pinned buffer large copies go through (staging.py)
 OUR_MESSAGES = ("[marose", "marose")  # how the lines marose prints on stderr begin
 LOCAL_SIZE = 64  # work-items a group of kernels launched without a work-group size (see launch)
+# PoCL's CPU devices compile each kernel once for grids narrower than 65,535 work-items and once
+# for wider ones; launches without a work-group size are at least this wide there (see launch)
+POCL_WIDE_GRID = 1 << 16
 
 
 def kernel_dir() -> Path:
@@ -193,6 +196,13 @@ class Device:
         return bool(self.device.type & self.cl.device_type.CPU)
 
     @property
+    def widens_grids(self) -> bool:
+        """Whether launches without a work-group size are made POCL_WIDE_GRID work-items wide at
+        least: on PoCL's CPU devices, so that such a kernel is compiled once whatever the size of
+        the batch, and the known-answer check compiles what mapping runs."""
+        return self.is_cpu and "portable computing language" in self.device.platform.name.lower()
+
+    @property
     def prefetches(self) -> bool:
         """Whether kernels ask for cache lines ahead of use: a CPU, not Oclgrind (an interpreter
         without the prefetch builtin)."""
@@ -239,9 +249,14 @@ class Device:
         A kernel launched without a work-group size (local_size None) gets groups of
         LOCAL_SIZE items: left to the runtime, PoCL takes a size that follows the global size
         and compiles the kernel anew for each size it has not met, so that each new number of
-        reads cost seconds of compiling."""
+        reads cost seconds of compiling. On PoCL's CPU devices its grid, when narrower, is
+        widened to POCL_WIDE_GRID work-items (widens_grids): such a kernel takes an item a
+        work-item and leaves the work-items past its items idle (idle work-groups cost PoCL next
+        to nothing). Kernels of work-groups that meet at barriers are launched as asked."""
         if local_size is None:
             local_size = (math.gcd(global_size[0], LOCAL_SIZE),)
+            if self.widens_grids and global_size[0] < POCL_WIDE_GRID:
+                global_size = (POCL_WIDE_GRID,)
         with self.calls:
             event = kernel(self.queue, global_size, local_size, *args, wait_for=wait_for)
         self._in_use.append(args)

@@ -244,7 +244,7 @@ def _one_run_per_row(device: Device, candidates: list) -> tuple[object, np.ndarr
         row_runs = np.zeros(n_rows + 1, dtype=np.int64)
         row_runs[1:] = np.cumsum(np.bincount(run_row, minlength=n_rows))
         out_count = device.empty(4 * several.size)
-        device.launch(device.kernel(("scan.cl", "sort.cl"), "merge_runs", {"WG": MERGE_GROUP, "KEY_BITS": 32}),
+        device.launch(device.kernel(("scan.cl", "sort.cl"), "merge_runs", {"WG": MERGE_GROUP}),
                       (several.size * MERGE_GROUP,), (MERGE_GROUP,), device.to_device(several.astype(np.uint32)),
                       device.to_device(row_runs.astype(np.uint32)),
                       device.to_device(begins[run_list, run_row].astype(np.uint32)),

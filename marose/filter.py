@@ -18,8 +18,7 @@ from .regions import leading_entries, region_offsets
 from .row_sort import TILE, sort_long_rows
 from .sensitivity import neighborhood_size
 
-PROGRAM = ("murmur3.cl", "phf.cl", "search.cl", "scan.cl", "sort.cl", "filter.cl", "placement.cl",
-           "row_sort.cl")  # one program
+PROGRAM = ("murmur3.cl", "phf.cl", "search.cl", "scan.cl", "sort.cl", "filter.cl", "placement.cl")
 GPU_WORK_GROUP = 64
 CPU_WORK_GROUP = 16  # a CPU runs a work-group's items in turn, and each barrier costs it a pass over them
 MAX_LOCAL_CANDIDATES = 4096
@@ -154,13 +153,12 @@ class Filter:
         seed_mask = sum(1 << j for j in params.seed_offsets)
         self.width = params.width
         self.saved = min(SAVED_RANGES, neighborhood_size(params.ln, e))  # a pattern finds a range a lookup
-        defines = {"SPAN": params.span, "LN": params.ln, "SEED_MASK": f"{seed_mask}u", "E": e,
-                   "LOOKUP_BATCH": lookups_at_once or lookup_batch(device), "SAVED": self.saved,
-                   "WG": self.wg, "CAP": self.capacity, "BIG_RANGE": self.wg,
-                   "KEY_BITS": max(1, int(genome_length - 1).bit_length()), "TILE": TILE}
-        defines.update({"MIN_GAP": min_gap(params.mask, params.ln, e), "SEED_SHARE": SEED_SHARE,
-                        "COST_CAP": f"{COST_CAP}u"})
-        self.defines = defines
+        self.key_bits = max(1, int(genome_length - 1).bit_length())
+        # the index's shape reaches the kernels at run time, so that one program serves every index
+        self.shape = (np.uint32(params.span), np.uint32(params.ln), np.uint32(seed_mask))
+        self.min_gap = min_gap(params.mask, params.ln, e)
+        defines = {"E": e, "LOOKUP_BATCH": lookups_at_once or lookup_batch(device), "WG": self.wg,
+                   "CAP": self.capacity, "BIG_RANGE": self.wg, "SEED_SHARE": SEED_SHARE, "COST_CAP": f"{COST_CAP}u"}
         self.fixed_kernel = device.kernel(PROGRAM, "fixed_offsets", defines)
         self.cost_kernel = device.kernel(PROGRAM, "pattern_costs", defines)
         self.place_kernel = device.kernel(PROGRAM, "place_patterns", defines)
@@ -207,7 +205,7 @@ class Filter:
                             d.to_device(pattern_base), pattern_base, lengths, d.to_device(lengths.astype(np.uint32)),
                             usable & (layout.n_placed > 0), d.to_device(np.arange(strands.n, dtype=np.uint32)))
         if strands.n:
-            d.launch(self.fixed_kernel, groups(strands.n, 64), None, reads.lengths_buffer,
+            d.launch(self.fixed_kernel, groups(strands.n, 64), None, np.uint32(self.width), reads.lengths_buffer,
                      d.to_device(np.asarray(layout.step, np.uint32)), reads.pattern_base, np.uint32(strands.n),
                      reads.buffers[2])
         return reads
@@ -222,8 +220,8 @@ class Filter:
         cost_base_buffer, cost = d.to_device(cost_base), d.empty(4 * int(cost_base[-1]))
         looked_up = 0
         for seg in segments:
-            d.launch(self.cost_kernel, (placed.size * self.wg,), (self.wg,), *reads.buffers[:2], reads.lengths_buffer,
-                     *seg.tables, rows, cost_base_buffer, cost)
+            d.launch(self.cost_kernel, (placed.size * self.wg,), (self.wg,), *self.shape, *reads.buffers[:2],
+                     reads.lengths_buffer, *seg.tables, rows, cost_base_buffer, cost)
             looked_up += 1
         if not looked_up:
             raise ValueError("placing patterns needs the index segments to look their costs up")
@@ -232,8 +230,9 @@ class Filter:
             raise ValueError("a placement needs more patterns than the fixed layout it replaces")
         scratch = (n * (layout.short_gaps[placed].astype(np.int64) + 1) + 1) * n_offsets[placed]
         rules = [d.to_device(np.asarray(a, np.uint32)) for a in (layout.n_placed, layout.short_gaps)]
-        d.launch(self.place_kernel, (placed.size * self.wg,), (self.wg,), rows, reads.lengths_buffer, *rules,
-                 cost_base_buffer, cost, reads.pattern_base, reads.buffers[2], d.cl.LocalMemory(4 * int(scratch.max())))
+        d.launch(self.place_kernel, (placed.size * self.wg,), (self.wg,), np.uint32(self.width),
+                 np.uint32(self.min_gap), rows, reads.lengths_buffer, *rules, cost_base_buffer, cost,
+                 reads.pattern_base, reads.buffers[2], d.cl.LocalMemory(4 * int(scratch.max())))
 
     def offsets(self, reads_on_device: "FilterReads") -> list[np.ndarray]:
         """Each row's pattern offsets, as place_patterns wrote them (its empty slots left out)."""
@@ -251,8 +250,9 @@ class Filter:
             into = Counts(d.empty(4 * max(1, n) * self.wg), d.empty(4 * max(1, n)),
                           d.empty(8 * self.saved * n_patterns), d.empty(4 * n_patterns), n)
         if n_rows:
-            d.launch(self.count_kernel, (n_rows * self.wg,), (self.wg,), *reads.buffers, *seg.tables, rows,
-                     reads.pattern_base, into.item_count, into.read_count, into.saved, into.n_found)
+            d.launch(self.count_kernel, (n_rows * self.wg,), (self.wg,), *self.shape, np.uint32(self.saved),
+                     *reads.buffers, *seg.tables, rows, reads.pattern_base, into.item_count, into.read_count,
+                     into.saved, into.n_found)
         return into
 
     def emit(self, seg: DeviceSegment, reads: "FilterReads", counted: "Counts") -> "DeviceCandidates":
@@ -272,14 +272,14 @@ class Filter:
         offsets_on_device = d.to_device(offsets)
         most_big = int(counts[counts > self.capacity].sum()) // (wg + 1)  # long ranges there can be
         big_ranges, listed = d.empty(16 * most_big), d.zeros(4)
-        d.launch(self.emit_kernel, global_size, (wg,), *reads.buffers, *seg.tables, reads.pattern_base, saved,
-                 n_found, seg.positions, self.contig_start, self.n_contigs, item_count, offsets_on_device,
-                 candidates, out_count, big_ranges, listed)
-        if most_big:
-            d.launch(self.expand_kernel, (most_big * wg,), (wg,), big_ranges, listed, seg.positions,
-                     self.contig_start, self.n_contigs, candidates)
-        sort_long_rows(d, self.defines, candidates, offsets, offsets_on_device, counts, read_count, out_count,
-                       PROGRAM)
+        d.launch(self.emit_kernel, global_size, (wg,), *self.shape, np.uint32(self.saved), np.uint32(self.key_bits),
+                 *reads.buffers, *seg.tables, reads.pattern_base, saved, n_found, seg.positions, self.contig_start,
+                 self.n_contigs, item_count, offsets_on_device, candidates, out_count, big_ranges, listed)
+        # launched when there is nothing to expand too, so that every filter check builds it
+        d.launch(self.expand_kernel, (max(1, most_big) * wg,), (wg,), big_ranges, listed, seg.positions,
+                 self.contig_start, self.n_contigs, candidates)
+        sort_long_rows(d, wg, self.capacity, self.key_bits, candidates, offsets, offsets_on_device, counts,
+                       read_count, out_count)
         return DeviceCandidates(candidates, offsets_on_device, out_count, offsets)
 
     def run(self, strands: Strands, layout: Layout, segments: list[DeviceSegment],

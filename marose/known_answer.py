@@ -26,6 +26,13 @@ REPEAT_COPIES = 300
 SMALL_CAPACITY = 256  # candidates a row may have to be sorted in local memory, in one filter check
 PAIR_INSERT = 2500  # the largest proper insert of the case's pairs (FR)
 RENAMED_PAIR = 17  # the pair whose second mate is named otherwise, in the check of the names
+FEW_ROWS = 8  # rows whose candidates are checked with each number of neighborhood errors
+WIDE_ROWS = 4096  # rows of that check on PoCL: work-groups of 16 make a grid as wide as a map's
+WIDE_TEXT = 1 << 20  # bytes of the FASTQ check on PoCL: work-groups of 256 a 4 KiB chunk, as wide as a map's
+CHECKED_E = 2  # neighborhood errors checked up to: e = 3 (694 lookups a pattern at ln 6) is seldom chosen
+# with the case's 90 bases and k = 3: the alignment programs of 36 to 300 bases with their default k
+READ_LENGTHS = (50, 150, 250, 300)
+READS_A_LENGTH = 3
 
 
 class DeviceMiscomputes(MaroseError):
@@ -134,15 +141,15 @@ def make_case() -> Case:
     return Case(index, fastq.encode(), reads, with_indels)
 
 
-def _batch(case: Case):
-    """The case's reads as one FASTQ batch, read as `marose map` reads them."""
+def _batch(case: Case, copies: int = 1):
+    """The case's reads (copies times over) as one FASTQ batch, read as `marose map` reads them."""
     from .reads import read_batches
 
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "reads.fq")
         with open(path, "wb") as handle:
-            handle.write(case.fastq)
-        return next(read_batches(path, len(case.reads)))
+            handle.write(case.fastq * copies)
+        return next(read_batches(path, copies * len(case.reads)))
 
 
 def check_genome(device, case: Case) -> bool:
@@ -154,9 +161,11 @@ def check_genome(device, case: Case) -> bool:
 
 
 def check_fastq(device, case: Case) -> bool:
+    """FASTQ records found and packed on the device; on a device that compiles kernels apart for
+    wide grids (PoCL's CPU devices), in as much text as a map's batch (WIDE_TEXT)."""
     from .device_reads import to_device
 
-    batch = _batch(case)
+    batch = _batch(case, -(-WIDE_TEXT // len(case.fastq)) if device.widens_grids else 1)
     want = batch.packed
     got = to_device(device, batch)
     pairs = [(got.names, want.names), (got.name_offset, want.name_offset), (got.seqs, want.seqs),
@@ -184,7 +193,10 @@ def check_filter(device, case: Case) -> bool:
     patterns of both lengths placed where the index finds them rarest); then once more with e = 1,
     half the rows placed with a short gap and half in the fixed layout, and room for few
     candidates in local memory, so that rows in the repeat are sorted in global memory
-    (cl/row_sort.cl), as a genome's repeats make them."""
+    (cl/row_sort.cl), as a genome's repeats make them; then the first reads' with each number of
+    neighborhood errors up to CHECKED_E, on PoCL among as many rows as a map's batch has (PoCL
+    compiles a kernel apart for grids of 65,535 work-items or more): the programs of other
+    indexes' maps."""
     from .filter import Layout, Strands
     from .mapper import Mapper
     from .placement import Placement, min_gap
@@ -200,12 +212,57 @@ def check_filter(device, case: Case) -> bool:
     params = case.index.params
     mixed = Layout.fixed(strands.n)
     mixed.place(np.arange(strands.n) % 4 < 2, Placement(3, 1, min_gap(params.mask, params.ln, 1), params.width))
-    return _candidates_agree(device, case, strands, strands.lengths > 0, 1, mixed, SMALL_CAPACITY)
+    if not _candidates_agree(device, case, strands, strands.lengths > 0, 1, mixed, SMALL_CAPACITY):
+        return False
+    wide = _with_empty_rows(strands, WIDE_ROWS if device.widens_grids else 0)
+    first = (wide.lengths > 0) & (np.arange(wide.n) < FEW_ROWS)
+    for e in range(CHECKED_E + 1):
+        placed = Layout.fixed(wide.n)
+        placed.place(first, Placement(3, 1, min_gap(params.mask, params.ln, e), params.width))
+        if not _candidates_agree(device, case, wide, first, e, placed, must_place=False):
+            return False
+    return True
+
+
+def _with_empty_rows(strands, n: int):
+    """The strands, then empty rows up to n in all: a batch as wide as a map's."""
+    from .dna import N_CODE
+    from .filter import Strands
+
+    codes = np.full((max(n, strands.n), strands.width), N_CODE, np.uint8)
+    codes[:strands.n] = strands.codes
+    lengths = np.zeros(codes.shape[0], np.uint32)
+    lengths[:strands.n] = strands.lengths
+    return Strands(codes, lengths, strands.width)
+
+
+def check_row_sort(device, case: Case) -> bool:
+    """Rows longer than the filter's local capacity on this device, sorted and made unique in
+    global memory with that capacity (the row sort program maps take) against numpy."""
+    from .filter import local_capacity, work_group
+    from .regions import region_offsets
+    from .row_sort import sort_long_rows
+
+    wg = work_group(device)
+    capacity = local_capacity(device, wg)
+    rng = np.random.default_rng(CASE_SEED)
+    rows = [rng.integers(0, top, size).astype(np.uint32)
+            for size, top in [(capacity + 1, 2**20), (3 * capacity + 5, 5000), (10, 10)]]
+    totals = np.array([r.size for r in rows], dtype=np.int64)
+    offsets = region_offsets(totals)
+    values, out_count = device.to_device(np.concatenate(rows)), device.to_device(np.zeros(len(rows), np.uint32))
+    sort_long_rows(device, wg, capacity, 20, values, offsets, device.to_device(offsets), totals,
+                   device.to_device(totals.astype(np.uint32)), out_count)
+    got, counts = device.read(values, np.uint32, int(offsets[-1])), device.read(out_count, np.uint32, len(rows))
+    wants = [np.unique(r) for r in rows[:2]]
+    return all(counts[r] == want.size and np.array_equal(got[offsets[r]:offsets[r] + want.size], want)
+               for r, want in enumerate(wants))
 
 
 def _candidates_agree(device, case: Case, strands, rows: np.ndarray, e: int, layout,
-                      capacity: int | None = None) -> bool:
-    """Whether the filter's pattern offsets and candidates of the rows equal its twin's."""
+                      capacity: int | None = None, must_place: bool = True) -> bool:
+    """Whether the filter's pattern offsets and candidates of the rows equal its twin's (and, when
+    must_place, some rows were placed)."""
     from .filter import Filter
     from .filter_twin import layout_offsets, reference_filter
     from .lookup import DeviceIndex
@@ -219,7 +276,7 @@ def _candidates_agree(device, case: Case, strands, rows: np.ndarray, e: int, lay
     want_offsets = layout_offsets(case.index.segments, params, strands, e, layout, rows)
     if not all(np.array_equal(g, w) for g, w in zip(filt.offsets(filtered.reads), want_offsets)):
         return False
-    if not filtered.placed.size:
+    if must_place and not filtered.placed.size:
         return False  # the case no longer checks the placement kernels
     want = reference_filter(case.index.segments, params, strands, e, want_offsets, ref.offsets)
     return np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
@@ -254,6 +311,46 @@ def _loci_and_alignments(device, case: Case) -> tuple[bool, bool]:
         loci_ok = _loci(sure_got) == _loci(sure_want) and _loci(got) <= _loci(want)
         case.results["loci"] = (loci_ok, loci_ok and sure_got == sure_want and got <= want)
     return case.results["loci"]
+
+
+def check_read_lengths(device, case: Case) -> bool:
+    """Loci and alignments of reads of each of READ_LENGTHS, with the default k of their length,
+    against the oracle: the alignment programs of the read lengths and error budgets most maps
+    take (they differ in words a read takes and in the largest k), checked and so built."""
+    from .mapper import Mapper
+    from .oracle import oracle_map
+    from .params import default_max_errors
+
+    ref = case.index.reference
+    contigs = [ref.codes[a:b] for a, b in zip(ref.offsets[:-1], ref.offsets[1:])]
+    rng = np.random.default_rng(CASE_SEED)
+    for length in READ_LENGTHS:
+        k = default_max_errors(length)
+        reads = []
+        for i in range(READS_A_LENGTH):
+            at = int(rng.integers(0, contigs[0].size - length))
+            read = contigs[0][at:at + length].copy()
+            for where in rng.choice(length, k // 2, replace=False):
+                read[where] = (read[where] + 1 + i % 3) % 4
+            reads.append(read)
+        mapper = Mapper(case.index, device, k)
+        hits, _ = mapper.map_batch(_reads_batch(reads))
+        got = set(zip(hits.read.tolist(), hits.strand.tolist(), hits.contig.tolist(), hits.dist.tolist(),
+                      hits.pos.tolist(), map(_text, hits.cigar), hits.nm.tolist(), map(_text, hits.md)))
+        want = {(h.read, h.strand, h.contig, h.dist, h.start, h.cigar, h.nm, h.md)
+                for h in oracle_map(contigs, reads, k)}
+        sure = {i for i, read in enumerate(reads) if _guaranteed(mapper, read, False)}
+        if {x for x in got if x[0] in sure} != {x for x in want if x[0] in sure} or not got <= want:
+            return False
+    return True
+
+
+def _reads_batch(reads: list):
+    """Reads (base codes) as a batch, named by their number."""
+    from .dna import decode
+    from .reads import ReadBatch
+
+    return ReadBatch([f"r{i}" for i in range(len(reads))], [decode(r).encode() for r in reads], None, 0)
 
 
 def _loci(found: set) -> set:
@@ -404,8 +501,10 @@ MAP_CHECKS = [
     ("both_strands (reverse complements)", check_strands),
     ("fixed_offsets, pattern_costs, place_patterns, filter_count, filter_emit, expand_ranges and the row sorts "
      "(the filter's pattern offsets and candidates)", check_filter),
+    ("sort_chunks, merge_tiles, count_unique, scan_unique, write_unique (long rows)", check_row_sort),
     ("row_loci, merge_runs, row_counts, best_loci, place_loci (loci within k edits)", check_loci),
     ("traceback, alignment_text (CIGAR, NM, MD)", check_alignments),
+    ("row_loci, traceback for reads of 50, 150, 250 and 300 bases", check_read_lengths),
     ("sam_records (SAM text)", check_sam_records),
     ("mate_names, pair_records (paired-end SAM text)", check_pair_records),
     ("bam_records (BAM records)", check_bam_records),

@@ -27,14 +27,13 @@ def merge_rounds(sizes: np.ndarray, capacity: int) -> np.ndarray:
     return rounds
 
 
-def sort_long_rows(device: Device, defines: dict, values, offsets: np.ndarray, offsets_buffer,
-                   totals: np.ndarray, totals_buffer, out_count, files: tuple[str, ...] = PROGRAM) -> None:
-    """Sorts rows of values longer than defines['CAP'] and keeps their distinct values, in
-    place: row r's totals[r] values start at offsets[r] (offsets_buffer and totals_buffer hold
-    the same on the device, as uint32); its number of distinct values goes to out_count[r].
-    defines: WG, CAP and KEY_BITS of the sort (cl/sort.cl), and whatever else `files` (a
-    program that holds PROGRAM's) needs."""
-    capacity, wg = defines["CAP"], defines["WG"]
+def sort_long_rows(device: Device, wg: int, capacity: int, key_bits: int, values, offsets: np.ndarray,
+                   offsets_buffer, totals: np.ndarray, totals_buffer, out_count) -> None:
+    """Sorts rows of values (of key_bits bits) longer than capacity and keeps their distinct
+    values, in place: row r's totals[r] values start at offsets[r] (offsets_buffer and
+    totals_buffer hold the same on the device, as uint32); its number of distinct values goes to
+    out_count[r]. wg: the work-group size, capacity: the values a work-group sorts in local
+    memory (cl/sort.cl's WG and row_sort.cl's CAP)."""
     rows = np.flatnonzero(totals > capacity)
     if rows.size == 0:
         return
@@ -42,10 +41,10 @@ def sort_long_rows(device: Device, defines: dict, values, offsets: np.ndarray, o
     order = np.argsort(-rounds, kind="stable")  # most rounds first: each round's tiles lead the list
     rows, rounds = rows[order], rounds[order]
     sizes = totals[rows]
-    kernels = {name: device.kernel(files, name, {**defines, "TILE": TILE}) for name in KERNELS}
+    kernels = {name: device.kernel(PROGRAM, name, {"WG": wg, "CAP": capacity, "TILE": TILE}) for name in KERNELS}
     scratch = device.empty(4 * int(offsets[-1]))
     chunk_row, chunk_first = spans(rows, sizes, capacity)
-    device.launch(kernels["sort_chunks"], (chunk_row.size * wg,), (wg,), values, scratch,
+    device.launch(kernels["sort_chunks"], (chunk_row.size * wg,), (wg,), np.uint32(key_bits), values, scratch,
                   device.to_device(chunk_row), device.to_device(chunk_first), offsets_buffer, totals_buffer)
     tile_row, tile_first = spans(rows, sizes, TILE)
     row_tiles = region_offsets(-(-sizes // TILE))

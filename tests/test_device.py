@@ -125,7 +125,7 @@ def test_buffers_of_queued_commands_are_kept_until_a_blocking_read(device):
     the device holds the buffers of its queued commands until a blocking read has waited for them."""
     buffer = device.to_device(np.arange(64, dtype=np.uint32))
     before = sys.getrefcount(buffer)
-    device.launch(device.kernel(("probe.cl",), "spin"), (64,), None, buffer, np.uint32(3))
+    device.launch(device.kernel(("probe.cl",), "spin"), (64,), None, buffer, np.uint32(64), np.uint32(3))
     assert sys.getrefcount(buffer) == before + 1
     values = device.read(buffer, np.uint32, 64)
     assert sys.getrefcount(buffer) == before

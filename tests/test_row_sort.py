@@ -24,8 +24,7 @@ def test_long_rows_are_sorted_unique_in_place(device):
     values = device.to_device(np.concatenate(rows))
     sentinel = np.full(len(rows), 12345, dtype=np.uint32)
     out_count = device.to_device(sentinel)
-    defines = {"WG": 64, "CAP": CAP, "KEY_BITS": 20}
-    sort_long_rows(device, defines, values, offsets, device.to_device(offsets), totals,
+    sort_long_rows(device, 64, CAP, 20, values, offsets, device.to_device(offsets), totals,
                    device.to_device(totals.astype(np.uint32)), out_count)
     got = device.read(values, np.uint32, int(offsets[-1]))
     counts = device.read(out_count, np.uint32, len(rows))
