@@ -457,6 +457,26 @@ class DeferredRead:
         return out
 
 
+class JoinedReads:
+    """DeferredReads (or JoinedReads) read one after the other, as one."""
+
+    def __init__(self, parts: list):
+        self.parts, self.nbytes = parts, sum(part.nbytes for part in parts)
+
+    def into(self, scratch: np.ndarray | None = None) -> np.ndarray:
+        """The parts' bytes end to end (see DeferredRead.into)."""
+        out = scratch[:self.nbytes] if scratch is not None and scratch.size >= self.nbytes \
+            else np.empty(self.nbytes, np.uint8)
+        at = 0
+        for part in self.parts:
+            place = out[at:at + part.nbytes]
+            got = part.into(place)
+            if got.ctypes.data != place.ctypes.data:  # read elsewhere (Oclgrind's, read at once)
+                place[:] = got
+            at += part.nbytes
+        return out
+
+
 def _parts(buffer, arrays: list[np.ndarray]) -> list[tuple[object, int, list[np.ndarray]]]:
     """The arrays (uint8) end to end in buffer, cut into runs of STAGING_BYTES: (buffer, offset
     of the run, the pieces of the arrays that make it up) for each run in turn."""

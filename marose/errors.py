@@ -32,7 +32,7 @@ def run_command(prog: str, action, quiet: bool, left_behind: str) -> int:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:
-        if not _out_of_memory(exc):
+        if not out_of_memory(exc):
             raise
         print(f"{prog}: error: out of memory{f': {exc}' if str(exc) else ''}; {left_behind}", file=sys.stderr)
         return 1
@@ -78,7 +78,7 @@ def _terminated_by_sigterm():
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
-def _out_of_memory(exc: Exception) -> bool:
+def out_of_memory(exc: Exception) -> bool:
     """A MemoryError of the host, or pyopencl's of the device (memory or resources)."""
     import sys
 

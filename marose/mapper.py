@@ -57,6 +57,15 @@ class Stats:
             self.seconds[stage] += time.perf_counter() - started
             self.cpu_seconds[stage] += time.thread_time() - cpu_started
 
+    def counts(self) -> dict:
+        """The counts and lengths, as restore takes them back (the seconds are not among them)."""
+        return {f.name: copy.copy(getattr(self, f.name)) for f in fields(self)
+                if not isinstance(getattr(self, f.name), dict)}
+
+    def restore(self, counts: dict) -> None:
+        for name, value in counts.items():
+            setattr(self, name, value)
+
     def add(self, other: "Stats") -> None:
         """Adds another's counts, lengths and seconds (of a mapping lane) to these."""
         for f in fields(self):

@@ -12,7 +12,7 @@ import numpy as np
 
 from .device import PLAIN, groups
 from .errors import MaroseError
-from .reads import BytesRead, ReadBatch, _joined, read_batches
+from .reads import BytesRead, ReadBatch, _joined, cut, read_batches
 
 NO_PAIR = 0xFFFFFFFF  # mate_names's answer when every pair's mates share a name
 
@@ -43,6 +43,20 @@ class PairBatch:
 
     def first_length(self) -> int:
         return self.reads.first_length()
+
+    def halves(self) -> list[PairBatch]:
+        """A batch of two pairs or more as two batches, the first holding half (rounded down),
+        each laid out as this one: mates one after the other, or first mates then second."""
+        n, h = len(self), len(self) // 2
+        if np.array_equal(self.mate2, self.mate1 + 1):
+            a, b = cut(self.reads, [2 * h, 2 * (n - h)])
+            return [PairBatch(a, self.mate1[:h], self.mate2[:h], self.first_pair, self.labels),
+                    PairBatch(b, self.mate1[:n - h], self.mate2[:n - h], self.first_pair + h, self.labels)]
+        first_a, first_b, second_a, second_b = cut(self.reads, [h, n - h, h, n - h])
+        return [PairBatch(_joined_mates(first_a, second_a, self.first_pair), np.arange(h), np.arange(h, 2 * h),
+                          self.first_pair, self.labels),
+                PairBatch(_joined_mates(first_b, second_b, self.first_pair + h), np.arange(n - h),
+                          np.arange(n - h, 2 * (n - h)), self.first_pair + h, self.labels)]
 
 
 class PairProgress:

@@ -128,9 +128,10 @@ class PairedEnd:
             mapped = self.ahead.pop(batch.first_pair, None) or map_pairs(mapper, batch)
             with mapper.stats.timing("format"):
                 paired = pair_batch(batch, mapped, self.insert, offsets, self.args.max_hits, self.args.xa, rescue)
-                counts.add(paired.counts)
-                return formatter.format(mapped.hits.reads, mapped.n_loci, paired.records, paired.xa_hit, paired.loci,
-                                        offsets, mapped.hits.traced, paired.rescued)
+                records = formatter.format(mapped.hits.reads, mapped.n_loci, paired.records, paired.xa_hit,
+                                           paired.loci, offsets, mapped.hits.traced, paired.rescued)
+                counts.add(paired.counts)  # once formatted: a batch too large is formatted again in halves
+                return records
 
         return work
 

@@ -148,6 +148,10 @@ class ReadBatch:
         if self.pieces is None:
             _ = self.packed
 
+    def halves(self) -> list[ReadBatch]:
+        """A batch of two reads or more as two batches, the first holding half (rounded down)."""
+        return cut(self, [len(self) // 2, len(self) - len(self) // 2])
+
     def first_length(self) -> int:
         """The length of the first read, which is checked (FASTQ text: with its first piece,
         when it is bad, so that the error is the one a whole reading names)."""
@@ -323,6 +327,18 @@ def rebatched(batch: ReadBatch, size: int) -> Iterator[ReadBatch]:
     if start:
         pending[0] = pending[0].sliced(start, len(pending[0]))
     yield _batch(list(pending), emitted)
+
+
+def cut(batch: ReadBatch, sizes: list[int]) -> list[ReadBatch]:
+    """The reads of a batch as consecutive batches of the given sizes (each at least 1, summing
+    to the batch's length), in the batch's form."""
+    pending: collections.deque[Chunk] = collections.deque(batch.pieces or [batch.packed])
+    start, at, parts = 0, batch.first_index, []
+    for size in sizes:
+        taken, start = _taken(pending, start, _checked_size(size))
+        parts.append(_batch(taken, at))
+        at += size
+    return parts
 
 
 Chunk = Union[PackedReads, FastqText]

@@ -10,7 +10,7 @@ import numpy as np
 def check_numbered(total: int) -> None:
     """MemoryError when total entries of one batch would not be numbered in uint32."""
     if total >= 2**32:
-        raise MemoryError("over 2^32 candidates, loci or records in one batch; use a smaller --batch-size")
+        raise MemoryError("over 2^32 candidates, loci or records in one batch")
 
 
 def region_offsets(sizes: np.ndarray) -> np.ndarray:

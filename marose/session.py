@@ -204,7 +204,8 @@ def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open
     if not kept_at_close(args.output):  # output that cannot be taken back waits for the check
         session.checked.result()
     with open_output(header) as out:
-        works = [layout.work(m, ref.names, rg_id, getattr(out, "is_bam", False)) for m in mappers]
+        works = [halving(layout.work(m, ref.names, rg_id, getattr(out, "is_bam", False)), m.stats, layout.unit, log)
+                 for m in mappers]
         try:
             pipeline.run(itertools.chain(ahead, _timed(batches, stats, [m.on_device.device for m in mappers], layout,
                                                        len(ahead))), works, write)
@@ -221,6 +222,35 @@ def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open
     if args.stats:
         write_stats(args.stats, stats, elapsed, started - setup_started, [c.device for c in session.copies])
     return stats
+
+
+def halving(work: Callable, stats, unit: str, log) -> Callable:
+    """work for batches that may be too large to map at once, for the device's memory or for
+    entries numbered in 32 bits: such a batch is mapped in two halves (each halved again if need
+    be), their records joined in order, and later batches larger than the half are halved at
+    once. The first halving is logged."""
+    from .device import JoinedReads
+    from .errors import out_of_memory
+
+    fits: list[int] = []  # the size of the largest half made so far
+
+    def run(batch):
+        if fits and len(batch) > fits[0]:
+            return JoinedReads([run(half) for half in batch.halves()])
+        counts = stats.counts()
+        try:
+            return work(batch)
+        except Exception as exc:
+            if len(batch) < 2 or not out_of_memory(exc):
+                raise
+            stats.restore(counts)
+            if not fits:
+                log(f"a batch of {len(batch):,} {unit} is too large to map at once ({exc}); "
+                    "mapping it and the next batches in parts")
+            fits[:] = [(len(batch) + 1) // 2]
+            return JoinedReads([run(half) for half in batch.halves()])
+
+    return run
 
 
 def _timed(batches, stats, devices: list, layout, first_number: int):

@@ -190,6 +190,43 @@ def test_output_is_identical_across_batch_sizes_and_segments(lambda_two_contigs,
     assert len(set(lookups)) == 1 and lookups[0] > 0  # a read's lookups go to one segment, however many
 
 
+@pytest.mark.parametrize("bam", [False, True])
+def test_a_batch_too_large_for_the_device_is_mapped_in_parts_with_the_same_output_and_counts(
+        lambda_index, tmp_path, monkeypatch, capsys, bam):
+    """A batch whose filter needs more than there is (here: over 12 read strands) is mapped in
+    halves, halved again as needed, and the later batches in parts at once."""
+    import json
+
+    import marose.filter
+
+    reads = simulate(read_fasta(LAMBDA), 50, 80, 3, np.random.default_rng(12))
+    fq = write_reads(tmp_path / "r.fq", reads)
+    suffix = "bam" if bam else "sam"
+    whole, parts = tmp_path / f"whole.{suffix}", tmp_path / f"parts.{suffix}"
+    assert run_map("-x", lambda_index, fq, "-o", whole, "-k", 3, "--stats", tmp_path / "whole.json") == 0
+    region_offsets, tried = marose.filter.region_offsets, []
+
+    def limited(sizes):
+        tried.append(len(sizes))
+        if len(sizes) > 12:
+            raise MemoryError("over 2^32 candidates, loci or records in one batch")
+        return region_offsets(sizes)
+
+    monkeypatch.setattr(marose.filter, "region_offsets", limited)
+    assert cli.main(["map", "-x", lambda_index, str(fq), "-o", str(parts), "-k", "3", "--batch-size", "30",
+                     "--stats", str(tmp_path / "parts.json")]) == 0
+    assert "a batch of 30 reads is too large to map at once" in capsys.readouterr().err
+    assert max(tried) == 60 and tried.count(60) == 1  # the second batch (20 reads) went in parts at once
+    if bam:
+        assert pysam.view(str(parts)) == pysam.view(str(whole)) != ""
+    else:
+        assert [line for line in open(parts) if not line.startswith("@PG")] == \
+            [line for line in open(whole) if not line.startswith("@PG")]
+    counts = [json.load(open(tmp_path / f"{name}.json")) for name in ("whole", "parts")]
+    for key in ("reads", "mapped", "loci", "candidates", "lookups"):
+        assert counts[0][key] == counts[1][key] > 0, key
+
+
 @pytest.mark.parametrize("xa", [False, True])
 def test_output_and_counts_are_identical_in_several_mapping_lanes(lambda_two_contigs, tmp_path, monkeypatch, xa):
     """Batches shared out to three lanes (a GPU maps in two; here forced on the CPU device),
@@ -493,7 +530,7 @@ def test_running_out_of_memory_is_one_line_and_writes_nothing(lambda_index, tmp_
     import marose.filter
 
     message = ("clCreateBuffer failed: MEM_OBJECT_ALLOCATION_FAILURE" if device_memory else
-               "over 2^32 candidates, loci or records in one batch; use a smaller --batch-size")
+               "over 2^32 candidates, loci or records in one batch")
 
     def too_many(sizes):
         raise (pyopencl.MemoryError if device_memory else MemoryError)(message)

@@ -329,6 +329,36 @@ def test_interleaved_input_and_a_given_insert_size(lambda_pairs, tmp_path):
     assert pysam.quickcheck(str(bam)) == "" and sam_records(bam) == sam_records(one)
 
 
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_a_batch_of_pairs_too_large_for_the_device_is_mapped_in_parts_with_the_same_output(
+        lambda_pairs, tmp_path, monkeypatch, capsys, interleaved):
+    import marose.filter
+
+    fasta, index, ref, first, second, fq1, fq2 = lambda_pairs
+    if interleaved:
+        both = tmp_path / "both.fq"
+        lines1, lines2 = open(fq1).read().splitlines(), open(fq2).read().splitlines()
+        both.write_text("".join("\n".join(lines1[i:i + 4] + lines2[i:i + 4]) + "\n" for i in range(0, len(lines1), 4)))
+        reads = ["--interleaved", both]
+    else:
+        reads = [fq1, fq2]
+    whole, parts = tmp_path / "whole.sam", tmp_path / "parts.sam"
+    assert run_map("-x", index, *reads, "-o", whole, "-k", K, "-I", "300,30") == 0
+    region_offsets = marose.filter.region_offsets
+
+    def limited(sizes):
+        if len(sizes) > 40:  # read strands: 10 pairs
+            raise MemoryError("over 2^32 candidates, loci or records in one batch")
+        return region_offsets(sizes)
+
+    monkeypatch.setattr(marose.filter, "region_offsets", limited)
+    assert cli.main(["map", "-x", index, *map(str, reads), "-o", str(parts), "-k", str(K), "-I", "300,30",
+                     "--batch-size", "50"]) == 0
+    assert "a batch of 50 pairs is too large to map at once" in capsys.readouterr().err
+    body = [[line for line in open(path) if not line.startswith("@PG")] for path in (whole, parts)]
+    assert body[1] == body[0] and len(body[0]) > 240
+
+
 def test_interleaved_gzip_on_stdin_and_mate_1_gzip_from_a_file(lambda_pairs, tmp_path):
     import gzip
     import subprocess
