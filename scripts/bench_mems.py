@@ -80,12 +80,12 @@ def fasta_query(path: str, work: str) -> str:
 def tool_steps(args, length: int, out: str, peer_query: str) -> dict[str, Step]:
     marose = [sys.executable, "-m", "marose.cli", "mems", args.ref, args.query, "-l", str(length), "-q",
               "-o", f"{out}.marose", "-t", str(args.threads)] + (["--device", args.device] if args.device else [])
-    return {
-        "marose mems": Step(marose),
+    return {  # mummer first: each row's ratio to it is known when the row is printed
         "mummer -maxmatch": Step(["mummer", "-maxmatch", "-b", "-n", "-l", str(length), args.ref, peer_query],
                                  stdout=f"{out}.mummer"),
         f"e-mem -t {args.threads}": Step(["e-mem", "-b", "-n", "-l", str(length), "-t", str(args.threads), args.ref,
                                           peer_query], stdout=f"{out}.emem"),
+        "marose mems": Step(marose),
     }
 
 
@@ -119,6 +119,7 @@ def main(argv=None) -> int:
             sys.exit(f"{tool} not found: apt-get install mummer e-mem, or give --peers-from DIR")
     rows, failed = [], False
     peer_query = fasta_query(args.query, args.work)
+    print(report_head(args, runner), flush=True)
     for length in lengths:
         out = os.path.join(args.work, f"L{length}")
         steps = tool_steps(args, length, out, peer_query)
@@ -129,22 +130,21 @@ def main(argv=None) -> int:
         for name, step in steps.items():
             best = min((runner.run([step], log) for _ in range(args.repeat)), key=lambda m: m.wall)
             found = matches(f"{out}.marose" if name == "marose mems" else step.stdout)
-            if name.startswith("mummer") or want is None and name.startswith("e-mem"):
-                want = found
+            want = found if want is None else want  # mummer's, else E-MEM's
             n = sum(map(len, found.values()))
             rows.append((length, name, best.wall, best.peak_mib, n, best.ok))
+            print(report_row(rows, rows[-1]), flush=True)
             failed |= not best.ok
         for name, path in (("marose mems", f"{out}.marose"), ("e-mem", f"{out}.emem")):
             if matches(path) != want:
                 print(f"L={length}: {name}'s matches differ from {'mummer' if 'mummer -maxmatch' in steps else 'e-mem'}'s",
                       file=sys.stderr)
                 failed = True
-    print(report(args, rows, runner))
     return 1 if failed else 0
 
 
-def report(args, rows, runner: Runner) -> str:
-    mummer = {length: wall for length, name, wall, *_ in rows if name.startswith("mummer")}
+def report_head(args, runner: Runner) -> str:
+    """The Markdown table's heading for BENCHMARKS.md; report_row gives its rows as they come."""
     lines = [f"- Pair: {os.path.basename(args.ref)} (reference) against {os.path.basename(args.query)} (query)",
              f"- Machine: {platform.node()}, {os.cpu_count()} CPUs; {args.threads} threads; "
              f"device: {args.device or 'default'}; {time.strftime('%Y-%m-%d', time.gmtime())}, commit {_commit()}",
@@ -152,10 +152,15 @@ def report(args, rows, runner: Runner) -> str:
              f"{_first(runner.output(['e-mem', '-h']), 'Version')}",
              "", "| L | tool | wall s (index build included) | x mummer | peak MiB | matches |",
              "|---:|---|---:|---:|---:|---:|"]
-    for length, name, wall, peak, n, ok in rows:
-        ratio = f"{mummer[length] / wall:.1f}" if length in mummer else ""
-        lines.append(f"| {length} | {name} | {wall:.2f}{'' if ok else ' (failed)'} | {ratio} | {peak:.0f} | {n:,} |")
     return "\n".join(lines)
+
+
+def report_row(rows: list, row: tuple) -> str:
+    """A row, with its ratio to mummer's time at its L when mummer ran at that L before it."""
+    length, name, wall, peak, n, ok = row
+    mummer = {r[0]: r[2] for r in rows if r[1].startswith("mummer")}
+    ratio = f"{mummer[length] / wall:.1f}" if length in mummer else ""
+    return f"| {length} | {name} | {wall:.2f}{'' if ok else ' (failed)'} | {ratio} | {peak:.0f} | {n:,} |"
 
 
 def _first(text: str, word: str) -> str:
