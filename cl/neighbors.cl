@@ -3,7 +3,7 @@
  * (marose/index_study/queries.py neighbors is the twin). BODY runs once for each key, which
  * it finds in KEY. */
 
-#define FOR_EACH_NEIGHBOR(query, LN, KEY, BODY)                                                \
+#define FOR_EACH_VARIANT(query, LN, KEY, BODY)                                                \
     {                                                                                          \
         ulong KEY = (query);                                                                   \
         BODY;                                                                                  \

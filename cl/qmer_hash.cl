@@ -32,7 +32,7 @@ __kernel void qmer_lookup(__global const uint *table, __global const uint *posit
     if (i >= n)
         return;
     uint written = emit ? offsets[i] : 0u;
-    FOR_EACH_NEIGHBOR(queries[i], LN, key, {
+    FOR_EACH_VARIANT(queries[i], LN, key, {
         uint2 run = qmer_run(key, table);
         REPORT_RUN(positions, run.x, run.y)
     });

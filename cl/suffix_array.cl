@@ -72,7 +72,7 @@ __kernel void sa_lookup(__global const uint *sa, uint n_sa, __global const uint 
         known = SEED;
     }
     if (lo < hi)
-        FOR_EACH_NEIGHBOR(query, LN, key, {
+        FOR_EACH_VARIANT(query, LN, key, {
             uint first = bound(sa, genome, key, Q, lo, hi, known, false);
             uint last = bound(sa, genome, key, Q, first, hi, known, true);
             REPORT_RUN(sa, first, last)
