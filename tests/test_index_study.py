@@ -6,17 +6,11 @@ import numpy as np
 import pytest
 
 from conftest import LAMBDA, random_dna, write_fasta
-from marose.index_study import fm_index, phf, qmer_hash, suffix_array
+from marose.index_study import qmer_hash
 from marose.index_study.queries import Hits, QueryShape, oracle, queries_from_codes
+from marose.index_study.structures import STRUCTURES
 from marose.index_study.suffix_sort import suffix_array as sort_suffixes
 from marose.reference import read_fasta
-
-STRUCTURES = {
-    "phf": (phf, phf.DevicePhf),
-    "qmer_hash": (qmer_hash, qmer_hash.DeviceQmerHash),
-    "suffix_array": (suffix_array, suffix_array.DeviceSuffixArray),
-    "fm_index": (fm_index, fm_index.DeviceFmIndex),
-}
 
 
 def sampled_queries(ref, shape, n, rng):
