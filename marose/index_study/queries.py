@@ -142,12 +142,12 @@ class Hits:
         return np.array_equal(self.query, other.query) and np.array_equal(self.position, other.position)
 
     def difference(self, other: "Hits") -> str:
-        """A line naming the first pair one holds and the other lacks ('' when equal)."""
+        """A line naming the first pairs one holds and the other lacks ('' when equal)."""
+        if self == other:
+            return ""
         mine = set(zip(self.query.tolist(), self.position.tolist()))
         theirs = set(zip(other.query.tolist(), other.position.tolist()))
         only = sorted(mine - theirs)[:3], sorted(theirs - mine)[:3]
-        if not only[0] and not only[1] and len(self) == len(other):
-            return ""
         return (f"{len(self)} against {len(other)} hits; only in the first {only[0]}, "
                 f"only in the second {only[1]} (query id, position)")
 
