@@ -365,6 +365,15 @@ class Device:
         with self.calls:
             return self._pool.allocate(max(int(nbytes), 1))
 
+    def recover(self) -> None:
+        """After a batch failed for want of memory: once the queue is done, drops the buffers
+        kept for its commands and gives the memory the pool holds back to the driver, for
+        buffers made outside the pool too."""
+        with self.calls:
+            self.queue.finish()
+            self._in_use.clear()
+            self._pool.free_held()
+
     def zeros(self, nbytes: int):
         """A zero-filled buffer, filled by copy from the host (which every tool sees as initialized)."""
         return self.to_device(np.zeros(max(int(nbytes), 1), dtype=np.uint8))

@@ -204,7 +204,7 @@ def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open
     if not kept_at_close(args.output):  # output that cannot be taken back waits for the check
         session.checked.result()
     with open_output(header) as out:
-        works = [halving(layout.work(m, ref.names, rg_id, getattr(out, "is_bam", False)), m.stats, layout.unit, log)
+        works = [halving(layout.work(m, ref.names, rg_id, getattr(out, "is_bam", False)), m, layout.unit, log)
                  for m in mappers]
         try:
             pipeline.run(itertools.chain(ahead, _timed(batches, stats, [m.on_device.device for m in mappers], layout,
@@ -224,7 +224,7 @@ def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open
     return stats
 
 
-def halving(work: Callable, stats, unit: str, log) -> Callable:
+def halving(work: Callable, mapper, unit: str, log) -> Callable:
     """work for batches that may be too large to map at once, for the device's memory or for
     entries numbered in 32 bits: such a batch is mapped in two halves (each halved again if need
     be), their records joined in order, and later batches larger than the half are halved at
@@ -237,18 +237,21 @@ def halving(work: Callable, stats, unit: str, log) -> Callable:
     def run(batch):
         if fits and len(batch) > fits[0]:
             return JoinedReads([run(half) for half in batch.halves()])
-        counts = stats.counts()
+        counts = mapper.stats.counts()
         try:
             return work(batch)
         except Exception as exc:
             if len(batch) < 2 or not out_of_memory(exc):
                 raise
-            stats.restore(counts)
-            if not fits:
-                log(f"a batch of {len(batch):,} {unit} is too large to map at once ({exc}); "
-                    "mapping it and the next batches in parts")
-            fits[:] = [(len(batch) + 1) // 2]
-            return JoinedReads([run(half) for half in batch.halves()])
+            reason = str(exc)
+        # out of the except clause, the failed attempt's frames and their buffers are let go
+        mapper.stats.restore(counts)
+        mapper.device.recover()
+        if not fits:
+            log(f"a batch of {len(batch):,} {unit} is too large to map at once ({reason}); "
+                "mapping it and the next batches in parts")
+        fits[:] = [(len(batch) + 1) // 2]
+        return JoinedReads([run(half) for half in batch.halves()])
 
     return run
 
