@@ -171,8 +171,8 @@ inline void write_mate(Mate own, Mate other, uint bit, bool proper, uint pair_ma
     uint own_mapq = primary_mapq(mapq, dist, own.first, own.count, max(own.loci, own.count));
     bool best = (uint)own.primary == own.first;
     r.mapq = (int)(proper ? max(pair_mapq, best ? own_mapq : 0u) : own_mapq);
-    r.xa_first = (int)xa_at;
     r.xa_count = xa ? (int)min(own.count, max_hits) - 1 : 0;
+    r.xa_first = r.xa_count ? (int)xa_at : 0;
     uint kept = min(own.count, cap), listed = xa ? min(own.count, max_hits) : 1u;
     // the primary, then the other loci in order
     for (uint rank = 0; rank < max(kept, listed); ++rank) {

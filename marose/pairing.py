@@ -12,7 +12,7 @@ import numpy as np
 from .device import PLAIN, Device, groups
 from .extend import DeviceTracebacks
 from .mates import PairBatch
-from .pairs import FIRST, UNMAPPED, BatchLoci, InsertSize, PairCounts
+from .pairs import FIRST, BatchLoci, InsertSize, PairCounts
 from .regions import region_offsets
 from .sam import MAPQ_MAX_AMBIGUOUS, MAPQ_PER_EDIT, MAPQ_SECONDARY, MAPQ_UNIQUE, Records
 from .sam_records import PAIR_HIT, PAIR_RECORD
@@ -32,10 +32,18 @@ class RecordTable:
     records: object
     n_records: int
     xa_hit: object
+    n_xa: int
     hits: object
+    n_hits: int
     n_mapped: int
     rescued: DeviceTracebacks | None
     read_loci: object  # the loci of each read within k (uint32), as HN:i counts them
+
+    def read(self, device: Device) -> tuple[Records, np.ndarray, np.ndarray]:
+        """The records, their XA loci and the loci they name (PAIR_HIT), read back."""
+        table = device.read(self.records, PAIR_RECORD, self.n_records)
+        records = Records(*(table[name].astype(np.int64) for name in PAIR_RECORD.names))
+        return records, device.read(self.xa_hit, np.uint32, self.n_xa), device.read(self.hits, PAIR_HIT, self.n_hits)
 
 
 @dataclass
@@ -102,7 +110,8 @@ class DevicePairing:
         d.launch(self.kernels["pair_hits"], groups(n_hits, 64), None, np.uint32(n_mapped),
                  np.uint32(rescued_hits.size), loci.row, loci.dist, hits.contig, hits.contig_start, hits.traced.start,
                  d.to_device(rescued_hits), table_hits)
-        return DevicePaired(RecordTable(records, n_table, xa_hit, table_hits, n_mapped, rescued, read_loci), counts)
+        table = RecordTable(records, n_table, xa_hit, n_xa, table_hits, n_hits, n_mapped, rescued, read_loci)
+        return DevicePaired(table, counts)
 
     def _place(self, placed: tuple[np.ndarray, np.ndarray], out, kernel: str) -> None:
         at, given = placed
@@ -130,9 +139,8 @@ class _HostPairs:
         pair_of[subset.mate1] = pair_of[subset.mate2] = np.arange(on_host.size)
         self.pair = pair_of[records.read]  # each record's pair among the subset's, ascending
         self.mate1 = (records.flag & FIRST) != 0
-        listed = np.where((records.flag & UNMAPPED) == 0, records.xa_count, 0)
-        self.n_xa1 = np.bincount(self.pair, listed * self.mate1, on_host.size).astype(np.int64)
-        self.n_xa2 = np.bincount(self.pair, listed * ~self.mate1, on_host.size).astype(np.int64)
+        self.n_xa1 = np.bincount(self.pair, records.xa_count * self.mate1, on_host.size).astype(np.int64)
+        self.n_xa2 = np.bincount(self.pair, records.xa_count * ~self.mate1, on_host.size).astype(np.int64)
 
     def counted(self, n_records: np.ndarray, n_xa1: np.ndarray, n_xa2: np.ndarray) -> tuple[np.ndarray, ...]:
         """The batch's records and XA loci of each pair, with those of the pairs on the host."""
@@ -152,14 +160,14 @@ class _HostPairs:
         table = np.empty(pair.size, PAIR_RECORD)
         for name in PAIR_RECORD.names:
             table[name] = getattr(records, name)
-        mapped = (records.flag & UNMAPPED) == 0
-        table["xa_first"] = np.where(mapped, np.where(self.mate1, xa1_at[batch_pair], xa2_at[batch_pair]), 0)
+        listed = records.xa_count > 0
+        table["xa_first"] = np.where(listed, np.where(self.mate1, xa1_at[batch_pair], xa2_at[batch_pair]), 0)
         return record_at[batch_pair] + rank, table
 
     def placed_xa(self, xa1_at: np.ndarray, xa2_at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Where the host's XA loci go in the batch's, and the loci."""
         records = self.paired.records
-        lists = np.flatnonzero(((records.flag & UNMAPPED) == 0) & (records.xa_count > 0))
+        lists = np.flatnonzero(records.xa_count > 0)
         count = records.xa_count[lists]
         within = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
         batch_pair = self.on_host[self.pair[lists]]

@@ -299,7 +299,7 @@ def pair_records(batch: PairBatch, mate1: MateLoci, mate2: MateLoci, pairing: Pa
     parts = [_mate_records(own, primary, other, other_primary, bit, reads, pairing, max_hits, xa)
              for own, primary, other, other_primary, bit, reads in mates]
     (records1, xa1), (records2, xa2) = parts
-    records2.xa_first += xa1.size
+    records2.xa_first[records2.xa_count > 0] += xa1.size
     pair_of = np.empty(len(batch.reads), np.int64)
     pair_of[batch.mate1] = pair_of[batch.mate2] = np.arange(len(batch))
     # each pair's mate-1 records, then its mate-2 records, each mate's in order
@@ -359,7 +359,7 @@ def _mate_records(own: MateLoci, primary: np.ndarray, other: MateLoci, other_pri
     pair = own.pair[kept]
     listed = order[(rank > 0) & (rank < max_hits)] if xa else order[:0]
     xa_count = np.bincount(own.pair[listed], minlength=n)
-    xa_first = np.cumsum(xa_count) - xa_count
+    xa_first = np.where(xa_count > 0, np.cumsum(xa_count) - xa_count, 0)  # 0 for a record without XA:Z
     # a secondary record is no part of the proper pair
     kept_flags = np.where(first_record, flags[pair], (flags[pair] & ~PROPER) | SECONDARY)
     mapped = Records(reads[pair], own.hit[kept], kept_flags | REVERSE * own.strand[kept], own.contig[kept],

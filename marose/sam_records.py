@@ -105,10 +105,10 @@ class DevicePairFormatter(_RecordKernel):
         for name in ("contig", "pos", "strand", "dist", "trace"):
             hits[name] = getattr(loci, name)
         hits["start"] = loci.pos + contig_offsets[loci.contig]
-        return self.format_table(reads, RecordTable(d.to_device(table), table.size,
-                                                    d.to_device(np.asarray(xa_hit, np.uint32)), d.to_device(hits),
-                                                    loci.n_mapped, rescued,
-                                                    d.to_device(np.asarray(n_loci, np.uint32))), mapped)
+        on_device = RecordTable(d.to_device(table), table.size, d.to_device(np.asarray(xa_hit, np.uint32)),
+                                len(xa_hit), d.to_device(hits), hits.size, loci.n_mapped, rescued,
+                                d.to_device(np.asarray(n_loci, np.uint32)))
+        return self.format_table(reads, on_device, mapped)
 
     def format_table(self, reads, table, mapped: DeviceTracebacks) -> DeferredRead:
         """The SAM text of a record table on the device (pairing.RecordTable) of the reads there
