@@ -110,38 +110,22 @@ __kernel void pair_loci(uint n_pairs, __global const uint *mate1, __global const
     layout[3u * n_pairs + p] = xa && c2 ? min(c2, max_hits) - 1u : 0u;
 }
 
-/* The loci of a mate's read, and its records' flags and MAPQ inputs. */
-typedef struct {
-    uint read, first, count, loci;
-    int primary;
-} Mate;
-
-inline Mate mate_of(uint read, int primary, __global const uint *first, __global const uint *read_loci)
+/* Writes the records of a mate (read, its loci [own_first, own_first + count) of loci within k,
+ * primary its primary locus and mate_primary its mate's) from records[at]: its primary locus's,
+ * then its other loci's in order up to cap, or one unmapped record; and its XA loci from
+ * xa_hit[xa_at]; as pairs.py's _mate_records. Returns the records written. */
+inline uint write_mate(uint read, uint own_first, uint count, uint loci, int primary, int mate_primary, uint bit,
+                       bool proper, uint pair_mapq, uint cap, uint max_hits, bool xa, uint at, uint xa_at,
+                       __global const uint *row, __global const uint *end, __global const uchar *dist,
+                       __global const uint *contig, __global const uint *contig_start, __global const uint *start,
+                       __global const uint *mapq, __global PairRecord *records, __global uint *xa_hit)
 {
-    Mate m;
-    m.read = read;
-    m.first = first[read];
-    m.count = first[read + 1u] - m.first;
-    m.loci = read_loci[read];
-    m.primary = primary;
-    return m;
-}
-
-/* Writes one mate's records from records[at] (its primary locus's, then its other loci's in
- * order up to cap; or one unmapped record) and its XA loci from xa_hit[xa_at]; as pairs.py's
- * _mate_records. */
-inline void write_mate(Mate own, Mate other, uint bit, bool proper, uint pair_mapq, uint cap, uint max_hits,
-                       bool xa, uint at, uint xa_at, __global const uint *row, __global const uint *end,
-                       __global const uchar *dist, __global const uint *contig, __global const uint *contig_start,
-                       __global const uint *start, __global const uint *mapq, __global PairRecord *records,
-                       __global uint *xa_hit)
-{
-    bool has = own.primary >= 0, mate_has = other.primary >= 0;
+    bool has = primary >= 0, mate_has = mate_primary >= 0;
     Place mine, theirs;
     if (has)
-        mine = place_of((uint)own.primary, row, end, contig, contig_start, start);
+        mine = place_of((uint)primary, row, end, contig, contig_start, start);
     if (mate_has)
-        theirs = place_of((uint)other.primary, row, end, contig, contig_start, start);
+        theirs = place_of((uint)mate_primary, row, end, contig, contig_start, start);
     // an unmapped mate is placed at its mapped mate's primary locus (as samtools fixmate does)
     int at_contig = has ? (int)mine.contig : (mate_has ? (int)theirs.contig : -1);
     int at_pos = has ? (int)mine.pos : (mate_has ? (int)theirs.pos : -1);
@@ -151,10 +135,10 @@ inline void write_mate(Mate own, Mate other, uint bit, bool proper, uint pair_ma
                 | (mate_has && theirs.strand ? FLAG_MATE_REVERSE : 0);
     int tlen = has && mate_has && at_contig == mate_contig ? (int)(theirs.five - mine.five) : 0;
     PairRecord r;
-    r.read = (int)own.read;
+    r.read = (int)read;
     r.mate_contig = mate_contig;
     r.mate_pos = mate_pos;
-    r.mate_hit = other.primary;
+    r.mate_hit = mate_primary;
     r.rescued = 0;
     if (!has) {
         r.hit = -1;
@@ -166,18 +150,17 @@ inline void write_mate(Mate own, Mate other, uint bit, bool proper, uint pair_ma
         r.xa_first = 0;
         r.xa_count = 0;
         records[at] = r;
-        return;
+        return 1u;
     }
-    uint own_mapq = primary_mapq(mapq, dist, own.first, own.count, max(own.loci, own.count));
-    bool best = (uint)own.primary == own.first;
+    uint own_mapq = primary_mapq(mapq, dist, own_first, count, max(loci, count));
+    bool best = (uint)primary == own_first;
     r.mapq = (int)(proper ? max(pair_mapq, best ? own_mapq : 0u) : own_mapq);
-    r.xa_count = xa ? (int)min(own.count, max_hits) - 1 : 0;
+    r.xa_count = xa ? (int)min(count, max_hits) - 1 : 0;
     r.xa_first = r.xa_count ? (int)xa_at : 0;
-    uint kept = min(own.count, cap), listed = xa ? min(own.count, max_hits) : 1u;
+    uint kept = min(count, cap), listed = xa ? min(count, max_hits) : 1u;
     // the primary, then the other loci in order
     for (uint rank = 0; rank < max(kept, listed); ++rank) {
-        uint h = rank == 0u ? (uint)own.primary
-                            : own.first + rank - ((own.first + rank) <= (uint)own.primary ? 1u : 0u);
+        uint h = rank == 0u ? (uint)primary : own_first + rank - ((own_first + rank) <= (uint)primary ? 1u : 0u);
         if (rank > 0u && rank < listed)
             xa_hit[xa_at + rank - 1u] = h;
         if (rank >= kept)
@@ -192,6 +175,7 @@ inline void write_mate(Mate own, Mate other, uint bit, bool proper, uint pair_ma
         r.tlen = rank == 0u ? tlen : 0;
         records[at + rank] = r;
     }
+    return kept;
 }
 
 /* The records of the pairs pair_loci pairs (not those left to the host), pair p's from
@@ -208,15 +192,16 @@ __kernel void pair_table(uint n_pairs, __global const uint *mate1, __global cons
     uint p = get_global_id(0);
     if (p >= n_pairs || (status[p] & STATUS_HOST))
         return;
-    Mate one = mate_of(mate1[p], primary1[p], first, read_loci), two = mate_of(mate2[p], primary2[p], first, read_loci);
+    uint one = mate1[p], two = mate2[p];
     bool proper = (status[p] & STATUS_PROPER) != 0;
     uint cap = xa ? 1u : max_hits;
     uint at = record_at[p];
-    write_mate(one, two, FLAG_FIRST, proper, pair_mapq[p], cap, max_hits, xa != 0u, at, xa1_at[p], row, end, dist,
-               contig, contig_start, start, mapq, records, xa_hit);
-    at += one.count ? min(one.count, cap) : 1u;
-    write_mate(two, one, FLAG_SECOND, proper, pair_mapq[p], cap, max_hits, xa != 0u, at, xa2_at[p], row, end, dist,
-               contig, contig_start, start, mapq, records, xa_hit);
+    at += write_mate(one, first[one], first[one + 1u] - first[one], read_loci[one], primary1[p], primary2[p],
+                     FLAG_FIRST, proper, pair_mapq[p], cap, max_hits, xa != 0u, at, xa1_at[p], row, end, dist, contig,
+                     contig_start, start, mapq, records, xa_hit);
+    write_mate(two, first[two], first[two + 1u] - first[two], read_loci[two], primary2[p], primary1[p], FLAG_SECOND,
+               proper, pair_mapq[p], cap, max_hits, xa != 0u, at, xa2_at[p], row, end, dist, contig, contig_start,
+               start, mapq, records, xa_hit);
 }
 
 /* The records the host laid out (of the pairs left to it) moved to their places: records[at[i]]

@@ -17,8 +17,8 @@ Code from before pairing.py (pairing in numpy, records laid out on the host) is 
 steps of the same names: pair_driver's check_mate_names and mapped_loci, pair_batch, and
 DevicePairFormatter.format.
 
-With --profile FILE, the steps' first runs are profiled (cProfile) and the functions that took
-the most time, callees included, are written to FILE.
+With --profile FILE, the steps' last runs are profiled (cProfile) and the functions that took
+the most time, callees included, then by their own time, are written to FILE.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def timed(step: str, function, repeat: int, seconds: dict, profile: cProfile.Pro
         best_cpu = best_wall = float("inf")
         for turn in range(repeat):
             cpu, wall = time.thread_time(), time.perf_counter()
-            if profile is not None and turn == 0:
+            if profile is not None and turn == repeat - 1:
                 result = profile.runcall(function, *args, **kwargs)
             else:
                 result = function(*args, **kwargs)
@@ -88,7 +88,9 @@ def main() -> None:
     print(f"  {'total':8s} {total[0]:7.3f} / {total[1]:7.3f}")
     if profile is not None:
         with open(args.profile, "w") as out:
-            pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(60)
+            stats = pstats.Stats(profile, stream=out)
+            stats.sort_stats("cumulative").print_stats(60)
+            stats.sort_stats("tottime").print_stats(30)
 
 
 if __name__ == "__main__":
