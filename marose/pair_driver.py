@@ -1,6 +1,6 @@
 """The paired-end run, as session.map_reads runs it (PairedEnd is its layout): each mate mapped as a
 single read, the insert size learned, pairs formed (with mate rescue) and their records written
-on the device."""
+on the device (pairing.DevicePairing; pair_batch is its numpy twin)."""
 
 from __future__ import annotations
 

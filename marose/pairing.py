@@ -71,54 +71,63 @@ class DevicePairing:
         host paired there (pair_driver.pair_batch)."""
         d, n = self.device, len(batch)
         hits = mapped.hits
-        loci = hits.loci
-        first = loci.first_on(d)
-        read_loci = d.to_device(np.asarray(mapped.n_loci, np.uint32))
-        mate1, mate2 = d.to_device(batch.mate1.astype(np.uint32)), d.to_device(batch.mate2.astype(np.uint32))
-        located = (first, loci.row, loci.end, loci.dist, hits.contig, hits.contig_start, hits.traced.start)
-        primary1, primary2, pair_mapq, layout = d.empty(4 * n), d.empty(4 * n), d.empty(4 * n), d.empty(16 * n)
+        mates = (d.to_device(batch.mate1.astype(np.uint32)), d.to_device(batch.mate2.astype(np.uint32)))
+        located = (hits.loci.first_on(d), hits.loci.row, hits.loci.end, hits.loci.dist, hits.contig,
+                   hits.contig_start, hits.traced.start)
+        paired = [d.empty(4 * n) for _ in range(3)] + [d.empty(16 * n)]  # primary1, primary2, pair_mapq, layout
         orientation, low, high = (insert.orientation, insert.low, insert.high) if insert else (0, 1, 0)
-        rescue = self.rescue is not None and insert is not None
-        d.launch(self.kernels["pair_loci"], groups(n, 64), None, np.uint32(n), mate1, mate2, *located, self.mapq,
+        d.launch(self.kernels["pair_loci"], groups(n, 64), None, np.uint32(n), *mates, *located, self.mapq,
                  np.uint32(orientation), np.int32(low), np.int32(high), np.uint32(HEAVY_COMBINATIONS),
-                 np.uint32(rescue), np.uint32(self.max_hits), np.uint32(self.xa), primary1, primary2, pair_mapq,
-                 layout)
-        status, n_records, n_xa1, n_xa2 = d.read(layout, np.uint32, 4 * n).reshape(4, max(n, 0))
+                 np.uint32(self.rescue is not None and insert is not None), np.uint32(self.max_hits),
+                 np.uint32(self.xa), *paired)
+        status, n_records, n_xa1, n_xa2 = d.read(paired[-1], np.uint32, 4 * n).reshape(4, n)
         on_host = np.flatnonzero(status & ON_HOST)
-        on_device = (status & ON_HOST) == 0
-        counts = PairCounts(n - on_host.size, int(np.count_nonzero(on_device & ((status & PROPER) != 0))),
-                            int(np.count_nonzero(on_device & ((status & BOTH_MAPPED) != 0))), 0)
         host = _HostPairs(batch, mapped, insert, on_host, self) if on_host.size else None
+        counts = _device_counts(status)
         if host is not None:
             counts.add(host.paired.counts)
             n_records, n_xa1, n_xa2 = host.counted(n_records, n_xa1, n_xa2)
         record_at, xa1_at, xa2_at = region_offsets(n_records), region_offsets(n_xa1), region_offsets(n_xa2)
         xa2_at += xa1_at[-1]
-        n_table, n_xa = int(record_at[-1]), int(xa2_at[-1])
-        records, xa_hit = d.empty(PAIR_RECORD.itemsize * n_table), d.empty(4 * n_xa)
-        d.launch(self.kernels["pair_table"], groups(n, 64), None, np.uint32(n), mate1, mate2, *located, read_loci, self.mapq, np.uint32(self.max_hits), np.uint32(self.xa), primary1,
-                 primary2, pair_mapq, layout, d.to_device(record_at), d.to_device(xa1_at), d.to_device(xa2_at),
-                 records, xa_hit)
-        rescued_hits, rescued = np.zeros(0, PAIR_HIT), None
+        read_loci = d.to_device(np.asarray(mapped.n_loci, np.uint32))
+        records, xa_hit = d.empty(PAIR_RECORD.itemsize * int(record_at[-1])), d.empty(4 * int(xa2_at[-1]))
+        d.launch(self.kernels["pair_table"], groups(n, 64), None, np.uint32(n), *mates, *located, read_loci,
+                 self.mapq, np.uint32(self.max_hits), np.uint32(self.xa), *paired,
+                 *(d.to_device(a) for a in (record_at, xa1_at, xa2_at)), records, xa_hit)
         if host is not None:
             self._place(host.placed_records(record_at, xa1_at, xa2_at), records, "place_records")
             self._place(host.placed_xa(xa1_at, xa2_at), xa_hit, "place_uints")
-            rescued_hits, rescued = host.rescued_hits(self.contig_offsets), host.paired.rescued
-        n_mapped = loci.size
-        n_hits = n_mapped + rescued_hits.size
-        table_hits = d.empty(PAIR_HIT.itemsize * n_hits)
-        d.launch(self.kernels["pair_hits"], groups(n_hits, 64), None, np.uint32(n_mapped),
-                 np.uint32(rescued_hits.size), loci.row, loci.dist, hits.contig, hits.contig_start, hits.traced.start,
-                 d.to_device(rescued_hits), table_hits)
-        table = RecordTable(records, n_table, xa_hit, n_xa, table_hits, n_hits, n_mapped, rescued, read_loci)
+        table_hits, n_hits = self._hits(hits, host)
+        table = RecordTable(records, int(record_at[-1]), xa_hit, int(xa2_at[-1]), table_hits, n_hits, hits.loci.size,
+                            host.paired.rescued if host else None, read_loci)
         return DevicePaired(table, counts)
 
+    def _hits(self, hits, host: "_HostPairs | None") -> tuple[object, int]:
+        """The loci the records name (PAIR_HIT) on the device, and their number: the mapped
+        ones, then those mate rescue found."""
+        d, n_mapped = self.device, hits.loci.size
+        rescued = host.rescued_hits(self.contig_offsets) if host else np.zeros(0, PAIR_HIT)
+        n_hits = n_mapped + rescued.size
+        table = d.empty(PAIR_HIT.itemsize * n_hits)
+        d.launch(self.kernels["pair_hits"], groups(n_hits, 64), None, np.uint32(n_mapped), np.uint32(rescued.size),
+                 hits.loci.row, hits.loci.dist, hits.contig, hits.contig_start, hits.traced.start,
+                 d.to_device(rescued), table)
+        return table, n_hits
+
     def _place(self, placed: tuple[np.ndarray, np.ndarray], out, kernel: str) -> None:
+        """placed's values (its second) moved to their places (its first) in out."""
         at, given = placed
         if at.size:
             d = self.device
             d.launch(self.kernels[kernel], groups(at.size, 64), None, np.uint32(at.size),
                      d.to_device(at.astype(np.uint32)), d.to_device(given), out)
+
+
+def _device_counts(status: np.ndarray) -> PairCounts:
+    """The counts of the pairs paired on the device, from their status."""
+    on_device = (status & ON_HOST) == 0
+    return PairCounts(int(np.count_nonzero(on_device)), int(np.count_nonzero(on_device & ((status & PROPER) != 0))),
+                      int(np.count_nonzero(on_device & ((status & BOTH_MAPPED) != 0))), 0)
 
 
 class _HostPairs:

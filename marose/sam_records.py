@@ -1,7 +1,8 @@
 """SAM records of a batch written on the device: single-end (cl/sam_records.cl) byte for byte
 what sam.format_batch writes, from hits left on the device (extend.DeviceHits); paired-end
-(cl/pair_records.cl) what sam.format_records writes, from the records marose.pairs lays out. For
-a BAM output, the records are then made BAM records there too (bam_records.py)."""
+(cl/pair_records.cl) what sam.format_records writes, from the records marose.pairing (or its
+twin, marose.pairs) lays out. For a BAM output, the records are then made BAM records there too
+(bam_records.py)."""
 
 from __future__ import annotations
 

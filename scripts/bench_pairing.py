@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Time the host's share of pairing mapped mates (`--stats`'s "format" for pairs), step by step.
 
-    PYTHONPATH=. scripts/bench_pairing.py INDEX r1.fq r2.fq [--repeat 5] [--profile FILE] [-- map options, e.g. -k 5 -t 2]
+    PYTHONPATH=. scripts/bench_pairing.py INDEX r1.fq r2.fq [--repeat 5] [--profile FILE] [-- map options]
+
+(map options, e.g. -k 5 -t 2 --device 0:0.)
 
 Runs `marose map INDEX r1.fq r2.fq` (output to /dev/null) with each step of the pairs' format
 stage wrapped: each batch's step is run --repeat times over (they only read the batch's mapped
