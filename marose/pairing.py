@@ -12,7 +12,7 @@ import numpy as np
 from .device import PLAIN, Device, groups
 from .extend import DeviceTracebacks
 from .mates import PairBatch
-from .pairs import FIRST, BatchLoci, InsertSize, PairCounts
+from .pairs import FIRST, BatchLoci, InsertSize, PairCounts, mapped_loci
 from .regions import region_offsets
 from .sam import MAPQ_MAX_AMBIGUOUS, MAPQ_PER_EDIT, MAPQ_SECONDARY, MAPQ_UNIQUE, Records
 from .sam_records import PAIR_HIT, PAIR_RECORD
@@ -136,20 +136,33 @@ class _HostPairs:
 
     def __init__(self, batch: PairBatch, mapped, insert: InsertSize | None, on_host: np.ndarray,
                  pairing: DevicePairing):
-        from .pair_driver import pair_batch
+        from .pair_driver import MappedPairs, pair_batch
 
         self.on_host = on_host
         subset = PairBatch(batch.reads, batch.mate1[on_host], batch.mate2[on_host], batch.first_pair, batch.labels)
-        self.paired = pair_batch(subset, mapped, insert, pairing.contig_offsets, pairing.max_hits, pairing.xa,
+        # only the loci of the subset's reads are read back: the records name them by their place
+        # among these, and batch_loci numbers them as among all
+        mine = MappedPairs(mapped.hits, mapped.n_loci, pairing.device, pairing.contig_offsets)
+        mine.loci = mapped_loci(pairing.device, mapped.hits, pairing.contig_offsets,
+                                np.sort(np.concatenate([subset.mate1, subset.mate2])))
+        self.paired = pair_batch(subset, mine, insert, pairing.contig_offsets, pairing.max_hits, pairing.xa,
                                  pairing.rescue)
-        self.n_mapped = mapped.loci.n_mapped
+        self.n_mapped, self.n_read = mine.loci.n_mapped, mine.loci.read.size
+        self.read_back = mine.loci.trace
         records = self.paired.records
+        records.hit, records.mate_hit = self.batch_loci(records.hit), self.batch_loci(records.mate_hit)
         pair_of = np.empty(len(batch.reads), np.int64)
         pair_of[subset.mate1] = pair_of[subset.mate2] = np.arange(on_host.size)
         self.pair = pair_of[records.read]  # each record's pair among the subset's, ascending
         self.mate1 = (records.flag & FIRST) != 0
         self.n_xa1 = np.bincount(self.pair, records.xa_count * self.mate1, on_host.size).astype(np.int64)
         self.n_xa2 = np.bincount(self.pair, records.xa_count * ~self.mate1, on_host.size).astype(np.int64)
+
+    def batch_loci(self, hit: np.ndarray) -> np.ndarray:
+        """The loci at hit (-1: none) among the subset's, numbered as among the batch's (the
+        mapped ones, then those rescue found)."""
+        mapped = self.read_back[np.clip(hit, 0, max(self.n_read - 1, 0))] if self.n_read else hit
+        return np.where(hit < 0, hit, np.where(hit < self.n_read, mapped, hit - self.n_read + self.n_mapped))
 
     def counted(self, n_records: np.ndarray, n_xa1: np.ndarray, n_xa2: np.ndarray) -> tuple[np.ndarray, ...]:
         """The batch's records and XA loci of each pair, with those of the pairs on the host."""
@@ -182,11 +195,12 @@ class _HostPairs:
         batch_pair = self.on_host[self.pair[lists]]
         base = np.where(self.mate1[lists], xa1_at[batch_pair], xa2_at[batch_pair])
         source = np.repeat(records.xa_first[lists], count) + within
-        return np.repeat(base, count) + within, np.asarray(self.paired.xa_hit, np.uint32)[source]
+        listed = self.batch_loci(np.asarray(self.paired.xa_hit, np.int64)[source])
+        return np.repeat(base, count) + within, listed.astype(np.uint32)
 
     def rescued_hits(self, contig_offsets: np.ndarray) -> np.ndarray:
         """The PAIR_HIT rows of the loci mate rescue found (those past the mapped ones)."""
-        found: BatchLoci = self.paired.loci.taken(np.arange(self.n_mapped, self.paired.loci.read.size))
+        found: BatchLoci = self.paired.loci.taken(np.arange(self.n_read, self.paired.loci.read.size))
         rows = np.empty(found.read.size, PAIR_HIT)
         for name in ("contig", "pos", "strand", "dist", "trace"):
             rows[name] = getattr(found, name)

@@ -139,17 +139,28 @@ class BatchLoci:
 _LOCUS_FIELDS = ("read", "strand", "contig", "pos", "end", "dist", "trace")
 
 
-def mapped_loci(device, hits, contig_offsets: np.ndarray) -> BatchLoci:
-    """The loci of a batch's hits left on the device (extend.DeviceHits), read back; RuntimeError
-    unless each has its traceback."""
-    kept = hits.loci.read(device)
-    n = kept.row.size
-    contig = device.read(hits.contig, np.uint32, n).astype(np.int64)
-    start = device.read(hits.traced.start, np.uint32, n).astype(np.int64)
+def mapped_loci(device, hits, contig_offsets: np.ndarray, reads: np.ndarray | None = None) -> BatchLoci:
+    """The loci of a batch's hits left on the device (extend.DeviceHits), read back: all of them,
+    or those of reads (increasing), numbered (trace) as among all; RuntimeError unless each has
+    its traceback."""
+    first = hits.loci.first.astype(np.int64)
+    n = int(first[-1])
+    index = np.arange(n) if reads is None else _ranges(first[reads], first[reads + 1] - first[reads])
+
+    def back(buffer, dtype) -> np.ndarray:
+        values = device.read(buffer, dtype, n)
+        return (values if reads is None else values[index]).astype(np.int64)
+
+    row, end, dist = back(hits.loci.row, np.uint32), back(hits.loci.end, np.uint32), back(hits.loci.dist, np.uint8)
+    contig, start = back(hits.contig, np.uint32), back(hits.traced.start, np.uint32)
     hits.traced.check(device)
     offset = contig_offsets[contig]
-    return BatchLoci(kept.row // 2, kept.row % 2, contig, start - offset, kept.end - offset, kept.dist,
-                     np.arange(n), n)
+    return BatchLoci(row // 2, row % 2, contig, start - offset, end - offset, dist, index, n)
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The integers of the ranges [starts, starts + counts), one after another."""
+    return np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
 
 
 @dataclass
