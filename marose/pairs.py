@@ -1,5 +1,8 @@
 """Pairs of mates: insert size, proper pairs, the primary pair, mate fields and the records of a pair.
 
+A map pairs on the device (marose.pairing, cl/pairing.cl), which this module's pair_mates and
+pair_records define as their twins; it pairs here the few pairs the device leaves to the host.
+
 Definitions (the README's "Paired-end reads" says them for users):
 
 - A locus's 5' end is its start on the forward strand and one past its end on the reverse
