@@ -4,6 +4,7 @@ on the device (pairing.DevicePairing; pair_batch is its numpy twin)."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable, Iterator
@@ -96,22 +97,29 @@ class PairedEnd:
 
     def start(self, mappers: list, batches: Iterator, log) -> tuple[list, Iterator]:
         """With a given insert size, nothing; else the first batches, up to pairs.LEARN_PAIRS
-        pairs, mapped (each by the lane that will pair it) and the insert size learned from
-        them. Returns them and the batches left."""
+        pairs and at least one a lane, mapped (each by the lane that will pair it, the lanes at
+        once) and the insert size learned from them. Returns them and the batches left."""
         if self.insert is not None:
             log(self.insert.describe())
             return [], batches
-        ahead = []
-        for batch in batches:
-            mapper = mappers[len(ahead) % len(mappers)]
-            with mapper.stats.timing("parse"):
-                batch.prepare()
-            self.ahead[batch.first_pair] = map_pairs(mapper, batch)
-            ahead.append(batch)
-            if sum(len(b) for b in ahead) >= pairs.LEARN_PAIRS:
-                break
-        self.insert = learned_insert([(b, self.ahead[b.first_pair].loci, self.ahead[b.first_pair].n_loci)
-                                      for b in ahead], log)
+        ahead, mapping = [], []
+        lanes = [ThreadPoolExecutor(1, thread_name_prefix="marose-ahead") for _ in mappers]
+        try:
+            for batch in batches:
+                mapper = mappers[len(ahead) % len(mappers)]
+                with mapper.stats.timing("parse"):
+                    batch.prepare()
+                mapping.append(lanes[len(ahead) % len(mappers)].submit(map_pairs, mapper, batch))
+                ahead.append(batch)
+                if sum(len(b) for b in ahead) >= pairs.LEARN_PAIRS and len(ahead) >= len(mappers):
+                    break
+            for batch, mapped in zip(ahead, mapping):
+                self.ahead[batch.first_pair] = mapped.result()
+        finally:
+            for lane in lanes:
+                lane.shutdown()
+        self.insert = learned_insert(((b, self.ahead[b.first_pair].loci, self.ahead[b.first_pair].n_loci)
+                                      for b in ahead), log)
         return ahead, batches
 
     def reads(self, batch: PairBatch):

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Sequence
+from typing import Iterable
 
 import numpy as np
 
@@ -396,7 +396,7 @@ def _at(values: np.ndarray, index: np.ndarray, missing: int = -1) -> np.ndarray:
     return np.where(index >= 0, values[np.maximum(index, 0)], missing)
 
 
-def learned_insert(mapped: list, log) -> InsertSize | None:
+def learned_insert(mapped: Iterable, log) -> InsertSize | None:
     """The insert size learned from the first LEARN_PAIRS pairs of mapped batches (PairBatch,
     and its BatchLoci and loci within k of each read) in input order, described on log; None,
     with a warning, when too few of them are unique."""
