@@ -1,7 +1,7 @@
 /* Paired-end SAM records, one work-item per record, as marose/sam.py's format_records writes
- * them from the records marose/pairs.py lays out (each field given, none worked out here), with
- * the text helpers of sam_text.cl and sam_records.cl; and the check that a pair's mates share a
- * name. Needs search.cl, sam_text.cl and sam_records.cl.
+ * them from the records pairing.cl (or marose/pairs.py) lays out (each field given, none worked
+ * out here), with the text helpers of sam_text.cl and sam_records.cl; and the check that a
+ * pair's mates share a name. Needs search.cl, sam_text.cl and sam_records.cl.
  *
  * A record's QNAME is its read's name less a trailing /1 or /2 (marose/mates.py's pair_name).
  * Its loci are hits[...]: a hit's traceback is row trace of the mapped loci's (ops, op_count)

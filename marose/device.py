@@ -556,7 +556,7 @@ def _source(name: str) -> str:
 # The kernels that take no build options, in one program: each program is built (or loaded from
 # the runtime's cache) once a run, which costs a CPU runtime tens of milliseconds.
 PLAIN = ("search.cl", "genome.cl", "strands.cl", "scan.cl", "fastq.cl", "loci.cl", "sam_text.cl",
-         "sam_records.cl", "pair_records.cl", "bam_records.cl")
+         "sam_records.cl", "pair_records.cl", "pairing.cl", "bam_records.cl")
 
 
 def groups(n: int, size: int = 256) -> tuple[int]:

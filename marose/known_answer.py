@@ -450,6 +450,37 @@ def check_pair_records(device, case: Case) -> bool:
     return found == first_differing_pair(renamed) == RENAMED_PAIR
 
 
+def check_pairing(device, case: Case) -> bool:
+    """Pairs paired on the device, with secondary records and with XA tags, the pair found by mate
+    rescue paired on the host among them: their records, XA loci and the loci they name, against
+    the numpy twin (pair_driver.pair_batch)."""
+    from .mapper import Mapper
+    from .pair_driver import map_pairs, pair_batch
+    from .pairing import DevicePairing
+    from .pairs import InsertSize
+    from .rescue import MateRescue
+    from .sam import Records
+
+    mapper = Mapper(case.index, device, K, None, text_on_device=True)
+    batch = _pair_batch(case)
+    mapped = map_pairs(mapper, batch)
+    insert = InsertSize(0, 1, PAIR_INSERT, PAIR_INSERT / 2, PAIR_INSERT / 8)
+    offsets = mapper.contig_offsets
+    for xa in (False, True):
+        rescue = MateRescue(mapper, 2 * K)
+        paired = DevicePairing(device, offsets, MAX_HITS, xa, rescue).pair(batch, mapped, insert)
+        want = pair_batch(batch, mapped, insert, offsets, MAX_HITS, xa, rescue)
+        records, xa_hit, hits = paired.table.read(device)
+        loci = want.loci
+        same = (all(np.array_equal(getattr(records, f), getattr(want.records, f)) for f in Records.__dataclass_fields__)
+                and np.array_equal(xa_hit, want.xa_hit) and hits.size == loci.read.size
+                and all(np.array_equal(hits[f], getattr(loci, f)) for f in ("contig", "pos", "strand", "dist"))
+                and np.array_equal(hits["start"], loci.pos + offsets[loci.contig]))
+        if not same or want.counts.rescued == 0:
+            return False
+    return True
+
+
 def check_bam_records(device, case: Case) -> bool:
     """BAM records of the case's SAM text, and of paired-end records with every kind of field
     marose writes, against bam.bam_records."""
@@ -507,6 +538,7 @@ MAP_CHECKS = [
     ("row_loci, traceback for reads of 50, 150, 250 and 300 bases", check_read_lengths),
     ("sam_records (SAM text)", check_sam_records),
     ("mate_names, pair_records (paired-end SAM text)", check_pair_records),
+    ("pair_loci, pair_table, place_records, place_uints, pair_hits (pairing)", check_pairing),
     ("bam_records (BAM records)", check_bam_records),
 ]
 INDEX_CHECKS = [("bdz_build (the perfect hashes)", check_bdz)]

@@ -1,10 +1,12 @@
 """The paired-end run, as session.map_reads runs it (PairedEnd is its layout): each mate mapped as a
 single read, the insert size learned, pairs formed (with mate rescue) and their records written
-on the device."""
+on the device (pairing.DevicePairing; pair_batch is its numpy twin)."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable, Iterator
 
 import numpy as np
@@ -19,12 +21,18 @@ from .sam import Records
 
 @dataclass
 class MappedPairs:
-    """A batch of pairs mapped: its hits on the device, the loci within k of each read, and the
-    loci read back."""
+    """A batch of pairs mapped: its hits on the device (their contigs' genome starts, on the
+    host, contig_offsets), the loci within k of each read, and the loci read back (when asked
+    for)."""
 
     hits: DeviceHits
     n_loci: np.ndarray
-    loci: BatchLoci
+    device: object
+    contig_offsets: np.ndarray
+
+    @cached_property
+    def loci(self) -> BatchLoci:
+        return mapped_loci(self.device, self.hits, self.contig_offsets)
 
 
 @dataclass
@@ -40,19 +48,18 @@ class PairedBatch:
 
 
 def map_pairs(mapper, batch: PairBatch) -> MappedPairs:
-    """The batch's mates mapped (mapper: one that keeps every locus, its text left on the device),
-    their names checked (MaroseError for mates named differently) and their loci read back."""
+    """The batch's mates mapped (mapper: one that keeps every locus, its text left on the device)
+    and their names checked (MaroseError for mates named differently)."""
     hits, n_loci = mapper.map_batch(batch.reads)
     with mapper.stats.timing("format"):
         check_mate_names(mapper.device, batch, hits.reads)
-        loci = mapped_loci(mapper.device, hits, mapper.contig_offsets)
-    return MappedPairs(hits, n_loci, loci)
+    return MappedPairs(hits, n_loci, mapper.device, mapper.contig_offsets)
 
 
 def pair_batch(batch: PairBatch, mapped: MappedPairs, insert: InsertSize | None, genome_offsets: np.ndarray,
                max_hits: int, xa: bool, rescue: MateRescue | None = None) -> PairedBatch:
-    """A mapped batch of pairs paired and laid out as records (marose.pairs); with rescue, pairs
-    without a proper pair get mate rescue."""
+    """A mapped batch of pairs paired and laid out as records by marose.pairs (on the host: the
+    twin of pairing.DevicePairing); with rescue, pairs without a proper pair get mate rescue."""
     loci, n_loci = mapped.loci, mapped.n_loci
     mate1, mate2 = mate_loci(loci, n_loci, batch.mate1), mate_loci(loci, n_loci, batch.mate2)
     pairing = pair_mates(mate1, mate2, insert, genome_offsets)
@@ -90,46 +97,53 @@ class PairedEnd:
 
     def start(self, mappers: list, batches: Iterator, log) -> tuple[list, Iterator]:
         """With a given insert size, nothing; else the first batches, up to pairs.LEARN_PAIRS
-        pairs, mapped (each by the lane that will pair it) and the insert size learned from
-        them. Returns them and the batches left."""
+        pairs and at least one a lane, mapped (each by the lane that will pair it, the lanes at
+        once) and the insert size learned from them. Returns them and the batches left."""
         if self.insert is not None:
             log(self.insert.describe())
             return [], batches
-        ahead = []
-        for batch in batches:
-            mapper = mappers[len(ahead) % len(mappers)]
-            with mapper.stats.timing("parse"):
-                batch.prepare()
-            self.ahead[batch.first_pair] = map_pairs(mapper, batch)
-            ahead.append(batch)
-            if sum(len(b) for b in ahead) >= pairs.LEARN_PAIRS:
-                break
-        self.insert = learned_insert([(b, self.ahead[b.first_pair].loci, self.ahead[b.first_pair].n_loci)
-                                      for b in ahead], log)
+        ahead, mapping = [], []
+        lanes = [ThreadPoolExecutor(1, thread_name_prefix="marose-ahead") for _ in mappers]
+        try:
+            for batch in batches:
+                mapper = mappers[len(ahead) % len(mappers)]
+                with mapper.stats.timing("parse"):
+                    batch.prepare()
+                mapping.append(lanes[len(ahead) % len(mappers)].submit(map_pairs, mapper, batch))
+                ahead.append(batch)
+                if sum(len(b) for b in ahead) >= pairs.LEARN_PAIRS and len(ahead) >= len(mappers):
+                    break
+            for batch, mapped in zip(ahead, mapping):
+                self.ahead[batch.first_pair] = mapped.result()
+        finally:
+            for lane in lanes:
+                lane.shutdown()
+        self.insert = learned_insert(((b, self.ahead[b.first_pair].loci, self.ahead[b.first_pair].n_loci)
+                                      for b in ahead), log)
         return ahead, batches
 
     def reads(self, batch: PairBatch):
         return batch.reads
 
     def work(self, mapper, contig_names: list[str], read_group_id: str | None, bam: bool) -> Callable:
-        """The work of a mapping lane: a batch's mates mapped (unless mapped ahead) and paired, and
+        """The work of a mapping lane: a batch's mates mapped (unless mapped ahead), paired and
         its records (with bam, BAM records) formatted on the device, left there for the writing
         thread to read back."""
+        from .pairing import DevicePairing
         from .sam_records import DevicePairFormatter
 
         budget = self.budget(mapper.k)
         rescue = MateRescue(mapper, budget) if budget else None
+        pairing = DevicePairing(mapper.device, mapper.contig_offsets, self.args.max_hits, self.args.xa, rescue)
         formatter = DevicePairFormatter(mapper.device, mapper.genome, contig_names, read_group_id, bam)
         counts = PairCounts()
         self.counts.append(counts)
-        offsets = mapper.contig_offsets
 
         def work(batch: PairBatch):
             mapped = self.ahead.pop(batch.first_pair, None) or map_pairs(mapper, batch)
             with mapper.stats.timing("format"):
-                paired = pair_batch(batch, mapped, self.insert, offsets, self.args.max_hits, self.args.xa, rescue)
-                records = formatter.format(mapped.hits.reads, mapped.n_loci, paired.records, paired.xa_hit,
-                                           paired.loci, offsets, mapped.hits.traced, paired.rescued)
+                paired = pairing.pair(batch, mapped, self.insert)
+                records = formatter.format_table(mapped.hits.reads, paired.table, mapped.hits.traced)
                 counts.add(paired.counts)  # once formatted: a batch too large is formatted again in halves
                 return records
 

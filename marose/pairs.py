@@ -1,5 +1,8 @@
 """Pairs of mates: insert size, proper pairs, the primary pair, mate fields and the records of a pair.
 
+A map pairs on the device (marose.pairing, cl/pairing.cl), which this module's pair_mates and
+pair_records define as their twins; it pairs here the few pairs the device leaves to the host.
+
 Definitions (the README's "Paired-end reads" says them for users):
 
 - A locus's 5' end is its start on the forward strand and one past its end on the reverse
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Sequence
+from typing import Iterable
 
 import numpy as np
 
@@ -139,17 +142,28 @@ class BatchLoci:
 _LOCUS_FIELDS = ("read", "strand", "contig", "pos", "end", "dist", "trace")
 
 
-def mapped_loci(device, hits, contig_offsets: np.ndarray) -> BatchLoci:
-    """The loci of a batch's hits left on the device (extend.DeviceHits), read back; RuntimeError
-    unless each has its traceback."""
-    kept = hits.loci.read(device)
-    n = kept.row.size
-    contig = device.read(hits.contig, np.uint32, n).astype(np.int64)
-    start = device.read(hits.traced.start, np.uint32, n).astype(np.int64)
+def mapped_loci(device, hits, contig_offsets: np.ndarray, reads: np.ndarray | None = None) -> BatchLoci:
+    """The loci of a batch's hits left on the device (extend.DeviceHits), read back: all of them,
+    or those of reads (increasing), numbered (trace) as among all; RuntimeError unless each has
+    its traceback."""
+    first = hits.loci.first.astype(np.int64)
+    n = int(first[-1])
+    index = np.arange(n) if reads is None else _ranges(first[reads], first[reads + 1] - first[reads])
+
+    def back(buffer, dtype) -> np.ndarray:
+        values = device.read(buffer, dtype, n)
+        return (values if reads is None else values[index]).astype(np.int64)
+
+    row, end, dist = back(hits.loci.row, np.uint32), back(hits.loci.end, np.uint32), back(hits.loci.dist, np.uint8)
+    contig, start = back(hits.contig, np.uint32), back(hits.traced.start, np.uint32)
     hits.traced.check(device)
     offset = contig_offsets[contig]
-    return BatchLoci(kept.row // 2, kept.row % 2, contig, start - offset, kept.end - offset, kept.dist,
-                     np.arange(n), n)
+    return BatchLoci(row // 2, row % 2, contig, start - offset, end - offset, dist, index, n)
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The integers of the ranges [starts, starts + counts), one after another."""
+    return np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
 
 
 @dataclass
@@ -299,7 +313,7 @@ def pair_records(batch: PairBatch, mate1: MateLoci, mate2: MateLoci, pairing: Pa
     parts = [_mate_records(own, primary, other, other_primary, bit, reads, pairing, max_hits, xa)
              for own, primary, other, other_primary, bit, reads in mates]
     (records1, xa1), (records2, xa2) = parts
-    records2.xa_first += xa1.size
+    records2.xa_first[records2.xa_count > 0] += xa1.size
     pair_of = np.empty(len(batch.reads), np.int64)
     pair_of[batch.mate1] = pair_of[batch.mate2] = np.arange(len(batch))
     # each pair's mate-1 records, then its mate-2 records, each mate's in order
@@ -359,7 +373,7 @@ def _mate_records(own: MateLoci, primary: np.ndarray, other: MateLoci, other_pri
     pair = own.pair[kept]
     listed = order[(rank > 0) & (rank < max_hits)] if xa else order[:0]
     xa_count = np.bincount(own.pair[listed], minlength=n)
-    xa_first = np.cumsum(xa_count) - xa_count
+    xa_first = np.where(xa_count > 0, np.cumsum(xa_count) - xa_count, 0)  # 0 for a record without XA:Z
     # a secondary record is no part of the proper pair
     kept_flags = np.where(first_record, flags[pair], (flags[pair] & ~PROPER) | SECONDARY)
     mapped = Records(reads[pair], own.hit[kept], kept_flags | REVERSE * own.strand[kept], own.contig[kept],
@@ -382,7 +396,7 @@ def _at(values: np.ndarray, index: np.ndarray, missing: int = -1) -> np.ndarray:
     return np.where(index >= 0, values[np.maximum(index, 0)], missing)
 
 
-def learned_insert(mapped: list, log) -> InsertSize | None:
+def learned_insert(mapped: Iterable, log) -> InsertSize | None:
     """The insert size learned from the first LEARN_PAIRS pairs of mapped batches (PairBatch,
     and its BatchLoci and loci within k of each read) in input order, described on log; None,
     with a warning, when too few of them are unique."""

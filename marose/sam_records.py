@@ -1,7 +1,8 @@
 """SAM records of a batch written on the device: single-end (cl/sam_records.cl) byte for byte
 what sam.format_batch writes, from hits left on the device (extend.DeviceHits); paired-end
-(cl/pair_records.cl) what sam.format_records writes, from the records marose.pairs lays out. For
-a BAM output, the records are then made BAM records there too (bam_records.py)."""
+(cl/pair_records.cl) what sam.format_records writes, from the records marose.pairing (or its
+twin, marose.pairs) lays out. For a BAM output, the records are then made BAM records there too
+(bam_records.py)."""
 
 from __future__ import annotations
 
@@ -95,20 +96,30 @@ class DevicePairFormatter(_RecordKernel):
         """The SAM text of records of the reads on the device (device_reads.PackedOnDevice), in
         order: loci (pairs.BatchLoci) are the hits the records name, their tracebacks mapped's
         rows, or rescued's past the mapped loci."""
-        d, m = self.device, records.read.size
-        if m == 0:
-            return d.read_later(d.empty(1), 0)
-        table = np.empty(m, PAIR_RECORD)
+        from .pairing import RecordTable
+
+        d = self.device
+        table = np.empty(records.read.size, PAIR_RECORD)
         for name in PAIR_RECORD.names:
             table[name] = getattr(records, name)
         hits = np.empty(loci.trace.size, PAIR_HIT)
         for name in ("contig", "pos", "strand", "dist", "trace"):
             hits[name] = getattr(loci, name)
         hits["start"] = loci.pos + contig_offsets[loci.contig]
-        rescued = rescued or mapped  # no rescued loci: no row past the mapped ones
-        arguments = [d.to_device(table), d.to_device(np.asarray(xa_hit, np.uint32)), d.to_device(hits),
-                     np.uint32(loci.n_mapped), mapped.ops, mapped.count, np.uint32(mapped.width), rescued.ops,
-                     rescued.count, np.uint32(rescued.width), d.to_device(np.asarray(n_loci, np.uint32)),
+        on_device = RecordTable(d.to_device(table), table.size, d.to_device(np.asarray(xa_hit, np.uint32)),
+                                len(xa_hit), d.to_device(hits), hits.size, loci.n_mapped, rescued,
+                                d.to_device(np.asarray(n_loci, np.uint32)))
+        return self.format_table(reads, on_device, mapped)
+
+    def format_table(self, reads, table, mapped: DeviceTracebacks) -> DeferredRead:
+        """The SAM text of a record table on the device (pairing.RecordTable) of the reads there
+        (device_reads.PackedOnDevice), in order; mapped holds the mapped loci's tracebacks."""
+        d, m = self.device, table.n_records
+        if m == 0:
+            return d.read_later(d.empty(1), 0)
+        rescued = table.rescued or mapped  # no rescued loci: no row past the mapped ones
+        arguments = [table.records, table.xa_hit, table.hits, np.uint32(table.n_mapped), mapped.ops, mapped.count,
+                     np.uint32(mapped.width), rescued.ops, rescued.count, np.uint32(rescued.width), table.read_loci,
                      reads.names, reads.name_offset, reads.seqs, reads.seq_offset, reads.quals,
                      np.uint32(reads.has_quals), self.genome.codes, *self.genome.letters, *self.contigs,
                      self.complement, *self.tail]
@@ -117,7 +128,7 @@ class DevicePairFormatter(_RecordKernel):
         def launch(write, out_offset, out, lengths) -> None:
             d.launch(self.kernel, *passes, write, *arguments, out_offset, out, lengths)
 
-        return _two_passes(d, m, launch, self.to_bam)
+        return _two_passes(d, m, launch, self.to_bam, lambda: mapped.check(d))
 
 
 def _two_passes(d: Device, n_records: int, launch, to_bam: DeviceBamRecords | None,

@@ -570,3 +570,50 @@ def test_two_fasta_files_map_as_their_fastq(lambda_pairs, tmp_path):
     assert {r[10] for r in body[0]} == {"*"}
     mixed = run_map("-x", index, files[0], fq2, "-o", tmp_path / "mixed.sam", "-k", K)
     assert mixed == 1 and not (tmp_path / "mixed.sam").exists()
+
+
+def mapped_batch(index_path, lambda_pairs, tmp_path, device):
+    """The lambda pairs as one batch (interleaved), mapped, and their mapper."""
+    from indexer import store
+    from marose.mapper import Mapper
+    from marose.mates import read_pairs
+    from marose.pair_driver import map_pairs
+
+    first, second = lambda_pairs[3:5]
+    path = write_text(tmp_path / "both.fq", "".join(f"@p{i}/{mate}\n{decode(r)}\n+\n{'I' * r.size}\n"
+                                                    for i, pair in enumerate(zip(first, second))
+                                                    for mate, r in ((1, pair[0]), (2, pair[1]))))
+    mapper = Mapper(store.load(index_path), device, K, None, text_on_device=True)
+    batch = next(read_pairs([path], True, iter([1000]))[0])
+    return mapper, batch, map_pairs(mapper, batch)
+
+
+@pytest.mark.parametrize("max_hits, xa, heavy, rescue, insert", [
+    (100, False, 4096, 2 * K, "300,30"), (2, False, 1, 2 * K, "300,30"), (3, True, 4096, 2 * K, "300,30"),
+    (100, True, 1, 2 * K, "300,30"), (100, False, 1, 0, "300,30"), (2, False, 4096, 2 * K, None)])
+def test_pairing_on_the_device_equals_its_numpy_twin(lambda_pairs, tmp_path, device, monkeypatch, max_hits, xa,
+                                                    heavy, rescue, insert):
+    from marose import pairing
+    from marose.pair_driver import pair_batch
+    from marose.rescue import MateRescue
+    from marose.sam_records import PAIR_HIT
+
+    monkeypatch.setattr(pairing, "HEAVY_COMBINATIONS", heavy)
+    mapper, batch, mapped = mapped_batch(lambda_pairs[1], lambda_pairs, tmp_path, device)
+    insert = pairs.given_insert(insert) if insert else None
+    mate_rescue = MateRescue(mapper, rescue) if rescue else None
+    offsets = mapper.contig_offsets
+    paired = pairing.DevicePairing(device, offsets, max_hits, xa, mate_rescue).pair(batch, mapped, insert)
+    want = pair_batch(batch, mapped, insert, offsets, max_hits, xa, mate_rescue)
+    records, xa_hit, hits = paired.table.read(device)
+    for name in pairs.Records.__dataclass_fields__:
+        assert np.array_equal(getattr(records, name), getattr(want.records, name)), name
+    assert np.array_equal(xa_hit, want.xa_hit) and (xa_hit.size > 0) == xa
+    loci = want.loci
+    assert hits.size == loci.read.size and paired.table.n_mapped == loci.n_mapped
+    for name in ("contig", "pos", "strand", "dist", "trace"):
+        assert np.array_equal(hits[name], getattr(loci, name)), name
+    assert np.array_equal(hits["start"], loci.pos + offsets[loci.contig]) and hits.dtype == PAIR_HIT
+    assert paired.counts == want.counts
+    assert (want.counts.rescued > 0) == (insert is not None and rescue > 0)
+    assert 0 < want.counts.proper < want.counts.pairs or insert is None
