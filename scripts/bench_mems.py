@@ -3,7 +3,7 @@
 index build included for every tool, and check that their matches agree.
 
 Usage: scripts/bench_mems.py [--ref FA] [--query FA] [-l 50 [-l 100 ...]] [--threads N]
-                             [--device SPEC] [--peers-from DIR] [--repeat N] [--work DIR] [--mummer-at L]
+                             [--device SPEC] [--peers-from DIR] [--repeat N] [--work DIR] [--mummer-at L] [--fastmap]
 
 Default pair: bench/data/ecoli.fa (E. coli K-12 MG1655) against bench/data/ecoli_dh1.fa (E. coli
 DH1), both from Debian ragout-examples (scripts/fetch_genomes.sh writes them). A. thaliana chr1
@@ -23,7 +23,8 @@ The wall time is the best of --repeat runs (default 1); the peak memory is GNU t
 matches of every tool are compared with mummer's as sets of (reference, start, start, length)
 under each query header; a difference is printed and makes the exit status 1. mummer takes
 minutes on 30 Mbp genomes, whatever L: --mummer-at L (repeatable) runs it at those lengths only,
-and at the others marose is compared with E-MEM's matches.
+and at the others marose is compared with E-MEM's matches. --fastmap adds `bwa index` and
+`bwa fastmap -l L` (bwa's SMEMs, a subset of the MEMs: timed, counted, not compared).
 
 --peers-from DIR: mummer and e-mem from DIR's .deb files (scripts/fetch_peers.sh DIR fetches
 them), for a machine without network. --device: marose's OpenCL device (default: a GPU if
@@ -55,6 +56,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--peers-from", metavar="DIR", help="mummer and e-mem from the .deb files of DIR")
     ap.add_argument("--repeat", type=int, default=1, help="timed runs of each tool; the best counts")
     ap.add_argument("--work", default=os.path.join(ROOT, "bench", "mems"), help="outputs and logs")
+    ap.add_argument("--fastmap", action="store_true", help="time `bwa index` + `bwa fastmap -l L` beside (its SMEMs)")
     ap.add_argument("--mummer-at", type=int, action="append", metavar="L",
                     help="run mummer at this L only (repeatable; default: every L)")
     return ap.parse_args(argv)
@@ -80,13 +82,19 @@ def fasta_query(path: str, work: str) -> str:
 def tool_steps(args, length: int, out: str, peer_query: str) -> dict[str, Step]:
     marose = [sys.executable, "-m", "marose.cli", "mems", args.ref, args.query, "-l", str(length), "-q",
               "-o", f"{out}.marose", "-t", str(args.threads)] + (["--device", args.device] if args.device else [])
-    return {  # mummer first: each row's ratio to it is known when the row is printed
-        "mummer -maxmatch": Step(["mummer", "-maxmatch", "-b", "-n", "-l", str(length), args.ref, peer_query],
-                                 stdout=f"{out}.mummer"),
-        f"e-mem -t {args.threads}": Step(["e-mem", "-b", "-n", "-l", str(length), "-t", str(args.threads), args.ref,
-                                          peer_query], stdout=f"{out}.emem"),
-        "marose mems": Step(marose),
+    steps = {  # mummer first: each row's ratio to it is known when the row is printed
+        "mummer -maxmatch": [Step(["mummer", "-maxmatch", "-b", "-n", "-l", str(length), args.ref, peer_query],
+                                  stdout=f"{out}.mummer")],
+        f"e-mem -t {args.threads}": [Step(["e-mem", "-b", "-n", "-l", str(length), "-t", str(args.threads), args.ref,
+                                           peer_query], stdout=f"{out}.emem")],
+        "marose mems": [Step(marose)],
     }
+    if args.fastmap:  # SMEMs only: timed beside, not compared
+        prefix = os.path.join(args.work, "bwa_ref")
+        steps["bwa fastmap (SMEMs)"] = [Step(["bwa", "index", "-p", prefix, args.ref]),
+                                        Step(["bwa", "fastmap", "-l", str(length), prefix, peer_query],
+                                             stdout=f"{out}.fastmap")]
+    return steps
 
 
 def matches(path: str) -> dict[str, set]:
@@ -114,7 +122,7 @@ def main(argv=None) -> int:
     runner = Runner(prefix)
     runner.env.setdefault("POCL_CPU_MAX_CU_COUNT", str(args.threads))
     log = os.path.join(args.work, "bench_mems.log")
-    for tool in ("mummer", "e-mem"):
+    for tool in ("mummer", "e-mem") + (("bwa",) if args.fastmap else ()):
         if not runner.which(tool):
             sys.exit(f"{tool} not found: apt-get install mummer e-mem, or give --peers-from DIR")
     rows, failed = [], False
@@ -125,13 +133,16 @@ def main(argv=None) -> int:
         steps = tool_steps(args, length, out, peer_query)
         if args.mummer_at and length not in args.mummer_at:
             del steps["mummer -maxmatch"]
-        runner.run([steps["marose mems"]], log)  # the known-answer check and kernel builds, cached
+        runner.run(steps["marose mems"], log)  # the known-answer check and kernel builds, cached
         want = None
         for name, step in steps.items():
-            best = min((runner.run([step], log) for _ in range(args.repeat)), key=lambda m: m.wall)
-            found = matches(f"{out}.marose" if name == "marose mems" else step.stdout)
-            want = found if want is None else want  # mummer's, else E-MEM's
-            n = sum(map(len, found.values()))
+            best = min((runner.run(step, log) for _ in range(args.repeat)), key=lambda m: m.wall)
+            if name.startswith("bwa"):
+                n = _smems(step[-1].stdout)
+            else:
+                found = matches(f"{out}.marose" if name == "marose mems" else step[-1].stdout)
+                want = found if want is None else want  # mummer's, else E-MEM's
+                n = sum(map(len, found.values()))
             rows.append((length, name, best.wall, best.peak_mib, n, best.ok))
             print(report_row(rows, rows[-1]), flush=True)
             failed |= not best.ok
@@ -161,6 +172,12 @@ def report_row(rows: list, row: tuple) -> str:
     mummer = {r[0]: r[2] for r in rows if r[1].startswith("mummer")}
     ratio = f"{mummer[length] / wall:.1f}" if length in mummer else ""
     return f"| {length} | {name} | {wall:.2f}{'' if ok else ' (failed)'} | {ratio} | {peak:.0f} | {n:,} |"
+
+
+def _smems(path: str) -> int:
+    """The SMEMs bwa fastmap printed (its EM lines)."""
+    with open(path) as text:
+        return sum(line.startswith("EM") for line in text)
 
 
 def _first(text: str, word: str) -> str:
