@@ -17,6 +17,7 @@ from .mates import PairBatch, check_mate_names
 from .pairs import BatchLoci, InsertSize, PairCounts, given_insert, learned_insert, mapped_loci, mate_loci, pair_mates
 from .rescue import MateRescue, rescued_mates
 from .sam import Records
+from .session import attempt
 
 
 @dataclass
@@ -56,6 +57,15 @@ def map_pairs(mapper, batch: PairBatch) -> MappedPairs:
     return MappedPairs(hits, n_loci, mapper.device, mapper.contig_offsets)
 
 
+def map_pairs_in_parts(mapper, batch: PairBatch) -> list[tuple[PairBatch, MappedPairs]]:
+    """map_pairs of the batch, or, when it is too large to map at once (session.attempt), of its
+    halves, halved again as need be: each part and its mapping, in order."""
+    mapped, too_large = attempt(mapper, lambda whole: map_pairs(mapper, whole), batch)
+    if too_large is None:
+        return [(batch, mapped)]
+    return [part for half in batch.halves() for part in map_pairs_in_parts(mapper, half)]
+
+
 def pair_batch(batch: PairBatch, mapped: MappedPairs, insert: InsertSize | None, genome_offsets: np.ndarray,
                max_hits: int, xa: bool, rescue: MateRescue | None = None) -> PairedBatch:
     """A mapped batch of pairs paired and laid out as records by marose.pairs (on the host: the
@@ -84,7 +94,9 @@ class PairedEnd:
     def __init__(self, args):
         self.args = args
         self.insert: InsertSize | None = given_insert(args.insert_size) if args.insert_size else None
-        self.ahead: dict[int, MappedPairs] = {}  # batches mapped ahead, by their first pair
+        # batches mapped ahead, by their first pair: the batch and its mapping, or its parts' when
+        # it was too large to map at once
+        self.ahead: dict[int, list[tuple[PairBatch, MappedPairs]]] = {}
         self.counts: list[PairCounts] = []  # of each lane
 
     def budget(self, k: int) -> int:
@@ -109,7 +121,7 @@ class PairedEnd:
                 mapper = mappers[len(ahead) % len(mappers)]
                 with mapper.stats.timing("parse"):
                     batch.prepare()
-                mapping.append(lanes[len(ahead) % len(mappers)].submit(map_pairs, mapper, batch))
+                mapping.append(lanes[len(ahead) % len(mappers)].submit(map_pairs_in_parts, mapper, batch))
                 ahead.append(batch)
                 if sum(len(b) for b in ahead) >= pairs.LEARN_PAIRS and len(ahead) >= len(mappers):
                     break
@@ -118,8 +130,8 @@ class PairedEnd:
         finally:
             for lane in lanes:
                 lane.shutdown()
-        self.insert = learned_insert(((b, self.ahead[b.first_pair].loci, self.ahead[b.first_pair].n_loci)
-                                      for b in ahead), log)
+        self.insert = learned_insert(((part, mapped.loci, mapped.n_loci)
+                                      for b in ahead for part, mapped in self.ahead[b.first_pair]), log)
         return ahead, batches
 
     def reads(self, batch: PairBatch):
@@ -129,6 +141,7 @@ class PairedEnd:
         """The work of a mapping lane: a batch's mates mapped (unless mapped ahead), paired and
         its records (with bam, BAM records) formatted on the device, left there for the writing
         thread to read back."""
+        from .device import JoinedReads
         from .pairing import DevicePairing
         from .sam_records import DevicePairFormatter
 
@@ -139,13 +152,19 @@ class PairedEnd:
         counts = PairCounts()
         self.counts.append(counts)
 
-        def work(batch: PairBatch):
-            mapped = self.ahead.pop(batch.first_pair, None) or map_pairs(mapper, batch)
+        def paired_records(batch: PairBatch, mapped: MappedPairs):
             with mapper.stats.timing("format"):
                 paired = pairing.pair(batch, mapped, self.insert)
                 records = formatter.format_table(mapped.hits.reads, paired.table, mapped.hits.traced)
                 counts.add(paired.counts)  # once formatted: a batch too large is formatted again in halves
                 return records
+
+        def work(batch: PairBatch):
+            parts = self.ahead.pop(batch.first_pair, None)  # mapped ahead, in parts if it had to be
+            if parts is None:
+                return paired_records(batch, map_pairs(mapper, batch))
+            records = [paired_records(part, mapped) for part, mapped in parts]
+            return records[0] if len(records) == 1 else JoinedReads(records)
 
         return work
 

@@ -224,31 +224,41 @@ def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open
     return stats
 
 
-def halving(work: Callable, mapper, unit: str, log) -> Callable:
-    """work for batches that may be too large to map at once, for the device's memory or for
-    entries numbered in 32 bits: such a batch is mapped in two halves (each halved again if need
-    be), their records joined in order, and later batches larger than the half are halved at
-    once. The first halving is logged."""
-    from .device import JoinedReads
+def attempt(mapper, work: Callable, batch) -> tuple[object, str | None]:
+    """(work(batch), None); or, when the batch (of two reads or pairs or more) is too large to
+    map at once, for the device's memory or for entries numbered in 32 bits, (None, why), the
+    attempt's counts taken back from mapper.stats and its buffers let go."""
     from .errors import out_of_memory
+
+    counts = mapper.stats.counts()
+    try:
+        return work(batch), None
+    except Exception as exc:
+        if len(batch) < 2 or not out_of_memory(exc):
+            raise
+        why = str(exc)
+    # out of the except clause, the failed attempt's frames, which hold its buffers, are let go
+    mapper.stats.restore(counts)
+    mapper.device.recover()
+    return None, why
+
+
+def halving(work: Callable, mapper, unit: str, log) -> Callable:
+    """work for batches that may be too large to map at once (attempt): such a batch is mapped
+    in two halves (each halved again if need be), their records joined in order, and later
+    batches larger than the half are halved at once. The first halving is logged."""
+    from .device import JoinedReads
 
     fits: list[int] = []  # the size of the largest half made so far
 
     def run(batch):
         if fits and len(batch) > fits[0]:
             return JoinedReads([run(half) for half in batch.halves()])
-        counts = mapper.stats.counts()
-        try:
-            return work(batch)
-        except Exception as exc:
-            if len(batch) < 2 or not out_of_memory(exc):
-                raise
-            reason = str(exc)
-        # out of the except clause, the failed attempt's frames and their buffers are let go
-        mapper.stats.restore(counts)
-        mapper.device.recover()
+        records, too_large = attempt(mapper, work, batch)
+        if too_large is None:
+            return records
         if not fits:
-            log(f"a batch of {len(batch):,} {unit} is too large to map at once ({reason}); "
+            log(f"a batch of {len(batch):,} {unit} is too large to map at once ({too_large}); "
                 "mapping it and the next batches in parts")
         fits[:] = [(len(batch) + 1) // 2]
         return JoinedReads([run(half) for half in batch.halves()])
