@@ -317,7 +317,8 @@ def write_stats(path: str, stats, elapsed: float, setup: float, devices: list, w
         for name, seconds in device.collect_profile().items():
             kernel_seconds[name] = kernel_seconds.get(name, 0.0) + seconds
     record = {"reads": stats.reads, "mapped": stats.mapped, "unique": stats.unique, "loci": stats.loci,
-              "candidates": stats.candidates, "aligned": stats.aligned, "lookups": stats.lookups,
+              "candidates": stats.candidates, "prefiltered": stats.prefiltered, "aligned": stats.aligned,
+              "lookups": stats.lookups,
               "placed": stats.placed,
               "cells": stats.cells,
               "too_short": stats.too_short, "too_many_n": stats.too_many_n,
