@@ -1,6 +1,10 @@
-/* The pre-alignment filter over each candidate's own window, before row_loci (see
- * marose/prefilter.py): a candidate is kept unless prefix_rejects (cl/extend.cl) rejects its window
- * [p - k, p + L + k), cut to p's contig. A work-item per task of `slice` candidates of one row,
+/* The pre-alignment filter over the candidates, before row_loci (see marose/prefilter.py and its
+ * twin, prealign.kept): a row's candidates fall into chains, as row_loci merges them (each less
+ * than k + 2 after the one before, in one contig), and a chain is kept unless prefix_rejects
+ * (cl/extend.cl) rejects its window [first - k, last + L + k), cut to its contig. prefilter marks
+ * the candidates kept, count_kept counts them a task, gather_kept writes them one after another.
+ *
+ * A task is `slice` candidates of one row, as row_loci's; it tests the chains that start in it,
  * LANES windows at a time (the same read in every lane): one word of Myers a column for all of
  * them, until none of them can still end within k.
  *
@@ -18,50 +22,74 @@ inline void first_word_masks(__global const uchar *read, uint length, ulong *peq
     }
 }
 
-/* Task t takes row r's candidates [first, first + slice) (r and first as in row_loci) and writes
- * those it keeps, in order, to kept from row_begin[r] + first, and their number to kept_count[t].
+/* The chain that starts at candidate i (of n, in run): its window [w, e) and its last candidate. */
+inline uint chain_window(__global const uint *run, uint i, uint n, uint length, uint k,
+                         __global const uint *contig_start, uint n_contigs, uint *w, uint *e)
+{
+    uint c = last_at_most(contig_start, n_contigs, run[i]), last = i;
+    while (last + 1u < n && run[last + 1u] - run[last] <= k + 1u && run[last + 1u] < contig_start[c + 1u])
+        ++last;
+    *w = run[i] - contig_start[c] >= k ? run[i] - k : contig_start[c];
+    *e = min(contig_start[c + 1u], run[last] + length + k);
+    return last;
+}
+
+/* Whether candidate i (> 0) continues the chain of the one before it. */
+inline bool continues_chain(__global const uint *run, uint i, uint k, __global const uint *contig_start,
+                            uint n_contigs)
+{
+    uint c = last_at_most(contig_start, n_contigs, run[i - 1u]);
+    return run[i] - run[i - 1u] <= k + 1u && run[i] < contig_start[c + 1u];
+}
+
+/* Task t takes row r's candidates [first, first + slice) (r and first as in row_loci) and sets
+ * keep[i] of the candidates of each chain that starts there: 1 when the chain is kept, else 0.
  * Reads of at most one word keep every candidate, as prefix_rejects does. */
 __kernel void prefilter(__global const uchar *read_codes, __global const uint *read_offset,
                         __global const uint *read_length, __global const uchar *genome,
                         __global const uint *starts, __global const uint *row_begin,
                         __global const uint *row_size, __global const uint *task_base, uint n_rows,
                         uint slice, __global const uint *contig_start, uint n_contigs, uint k,
-                        __global uint *kept, __global uint *kept_count)
+                        __global uchar *keep)
 {
     uint t = get_global_id(0);
     if (t >= task_base[n_rows])
         return;
     uint r = last_at_most(task_base, n_rows, t), first = (t - task_base[r]) * slice;
     __global const uint *run = starts + row_begin[r];
-    __global uint *out = kept + row_begin[r] + first;
-    uint last = min(row_size[r], first + slice), length = read_length[r], n = 0;
+    __global uchar *mark = keep + row_begin[r];
+    uint n = row_size[r], last = min(n, first + slice), length = read_length[r];
     if (length <= WORD_BITS) {
         for (uint i = first; i < last; ++i)
-            out[n++] = run[i];
-        kept_count[t] = n;
+            mark[i] = 1;
         return;
     }
     ulong peq[4];
     first_word_masks(read_codes + read_offset[r], length, peq);
     uint cut = length - min(length, WORD_BITS + k);
-    for (uint i = first; i < last; i += LANES) {
-        /* LANES windows at once, the lanes in arrays and each step a loop over them, which the
+    uint i = first;
+    if (i > 0u)  /* the task before tests the chain running into this one */
+        while (i < last && continues_chain(run, i, k, contig_start, n_contigs))
+            ++i;
+    while (i < last) {
+        /* LANES chains at once, the lanes in arrays and each step a loop over them, which the
            compiler may turn into vector instructions of the device's width */
+        uint chain[LANES], chain_end[LANES];  /* a lane's first and last candidate */
         uint begin[LANES], end[LANES];  /* a lane reads bases [begin, end] (its last again when done) */
         int columns[LANES], score[LANES], best[LANES], most = 0;
         ulong pv[LANES], mv[LANES];
         for (uint l = 0; l < LANES; ++l) {
-            uint start = run[min(i + l, last - 1u)];
-            uint c = last_at_most(contig_start, n_contigs, start);
-            uint w = start - contig_start[c] >= k ? start - k : contig_start[c];
-            uint e = min(contig_start[c + 1u], start + length + k);
-            columns[l] = e - w > cut ? (int)(e - w - cut) : 0;
+            uint w = 0, e = 0;
+            chain[l] = i;
+            chain_end[l] = i < last ? chain_window(run, i, n, length, k, contig_start, n_contigs, &w, &e) : i - 1u;
+            columns[l] = i < last && e - w > cut ? (int)(e - w - cut) : 0;
             begin[l] = w;
             end[l] = w + (uint)max(columns[l], 1) - 1u;
             most = max(most, columns[l]);
             pv[l] = ~0UL;
             mv[l] = 0UL;
             score[l] = best[l] = (int)WORD_BITS;
+            i = max(i, chain_end[l] + 1u);
         }
         for (int c = 0; c < most; ++c) {
             for (uint l = 0; l < LANES; ++l) {
@@ -89,25 +117,40 @@ __kernel void prefilter(__global const uchar *read_codes, __global const uint *r
                     break;
             }
         }
-        for (uint l = 0; l < LANES && i + l < last; ++l)
-            if (columns[l] > 0 && best[l] <= (int)k)
-                out[n++] = run[i + l];
+        for (uint l = 0; l < LANES; ++l)
+            for (uint j = chain[l]; j <= chain_end[l] && j + 1u > chain[l]; ++j)
+                mark[j] = columns[l] > 0 && best[l] <= (int)k;
     }
-    kept_count[t] = n;
 }
 
-/* A work-item per task: its kept candidates, kept_count[t] of them from row_begin[r] + first
- * of kept, to out from task_out[t]. */
-__kernel void gather_kept(__global const uint *kept, __global const uint *row_begin,
-                          __global const uint *task_base, uint n_rows, uint slice,
-                          __global const uint *kept_count, __global const uint *task_out, __global uint *out)
+/* kept_count[t]: the candidates of task t (as prefilter's) that keep marks. */
+__kernel void count_kept(__global const uchar *keep, __global const uint *row_begin, __global const uint *row_size,
+                         __global const uint *task_base, uint n_rows, uint slice, __global uint *kept_count)
 {
     uint t = get_global_id(0);
     if (t >= task_base[n_rows])
         return;
     uint r = last_at_most(task_base, n_rows, t), first = (t - task_base[r]) * slice;
-    __global const uint *from = kept + row_begin[r] + first;
+    __global const uchar *mark = keep + row_begin[r];
+    uint n = 0;
+    for (uint i = first; i < min(row_size[r], first + slice); ++i)
+        n += mark[i];
+    kept_count[t] = n;
+}
+
+/* A work-item per task: its candidates that keep marks, in order, to out from task_out[t]. */
+__kernel void gather_kept(__global const uint *starts, __global const uchar *keep, __global const uint *row_begin,
+                          __global const uint *row_size, __global const uint *task_base, uint n_rows, uint slice,
+                          __global const uint *task_out, __global uint *out)
+{
+    uint t = get_global_id(0);
+    if (t >= task_base[n_rows])
+        return;
+    uint r = last_at_most(task_base, n_rows, t), first = (t - task_base[r]) * slice, n = 0;
+    __global const uint *run = starts + row_begin[r];
+    __global const uchar *mark = keep + row_begin[r];
     __global uint *to = out + task_out[t];
-    for (uint j = 0; j < kept_count[t]; ++j)
-        to[j] = from[j];
+    for (uint i = first; i < min(row_size[r], first + slice); ++i)
+        if (mark[i])
+            to[n++] = run[i];
 }

@@ -8,7 +8,9 @@ edits too, ending at least L - 64 - k bases before e, where the rest of the read
 that many window bases. A window where the first 64 bases have no end within k there holds no
 end of the read within k, and row_loci skips it: every end it would have found there is above
 k, and any later window gives those ends no less, so the loci are the same. Reads of at most
-64 bases are never rejected (the test would cost the alignment itself).
+64 bases are never rejected (the test would cost the alignment itself). The filter over the
+candidates before row_loci (marose.prefilter, cl/prefilter.cl) applies the test to the windows of
+chains of candidates: `kept` defines what it keeps.
 """
 
 from __future__ import annotations
@@ -33,3 +35,35 @@ def rejects(read: np.ndarray, genome: np.ndarray, w: int, e: int, k: int) -> boo
     if end <= w:
         return True
     return bool(end_distances(np.asarray(read)[:WORD_BITS], genome[w:end], k).min() > k)
+
+
+def chains(starts, contig_bounds: np.ndarray, k: int) -> list[tuple[int, int]]:
+    """[first, last] indices of the chains of sorted candidate starts, as row_loci merges them:
+    each start less than k + 2 after the one before, in its contig (contig_bounds: the contigs'
+    starts, then the genome's end)."""
+    found, first = [], 0
+    for i in range(1, len(starts) + 1):
+        if i == len(starts) or not _continues(starts, i, contig_bounds, k):
+            found.append((first, i - 1))
+            first = i
+    return found
+
+
+def _continues(starts, i: int, contig_bounds: np.ndarray, k: int) -> bool:
+    contig = np.searchsorted(contig_bounds, starts[i - 1], side="right") - 1
+    return starts[i] - starts[i - 1] <= k + 1 and starts[i] < contig_bounds[contig + 1]
+
+
+def kept(read: np.ndarray, genome: np.ndarray, starts, contig_bounds: np.ndarray, k: int) -> list[int]:
+    """The candidate starts (sorted, unique) of a read that the filter over candidates keeps
+    (marose.prefilter): those of each chain whose window, from its first start's to its last's,
+    this module's test does not reject. A chain rejected holds no end within k in any of its
+    candidates' windows, which lie inside its own."""
+    out = []
+    for first, last in chains(starts, contig_bounds, k):
+        contig = np.searchsorted(contig_bounds, starts[first], side="right") - 1
+        w, _ = window(starts[first], len(read), contig_bounds[contig], contig_bounds[contig + 1], k)
+        _, e = window(starts[last], len(read), contig_bounds[contig], contig_bounds[contig + 1], k)
+        if not rejects(read, genome, w, e, k):
+            out.extend(starts[first:last + 1])
+    return out

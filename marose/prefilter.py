@@ -1,11 +1,11 @@
 """Host side of the pre-alignment filter over candidates (cl/prefilter.cl): the candidates whose
-own window prealign.rejects are dropped before row_loci aligns any window.
+chain's window prealign.rejects are dropped before row_loci aligns any window (prealign.kept is
+its twin).
 
-row_loci applies the same test to each window it would align (merged or not). Run first, over the
-candidates, it puts several windows of a read in the lanes of vectors, one word of Myers a column
-for all of them: on the 2-core machine (PoCL, AVX-512) 8 lanes test the windows of human chrX
-reads 3.2 times faster than one window at a time. Dropping a window that holds no end within k
-leaves row_loci's loci as they are (marose.extend.row_loci), so the output is the same.
+row_loci applies the same test to each window it would align. Run first, over the candidates, it
+takes several windows of a read at once, one word of Myers a column for all of them, which a CPU
+runs side by side. Dropping windows that hold no end within k leaves row_loci's loci as they are
+(marose.extend.row_loci), so the output is the same.
 """
 
 from __future__ import annotations
@@ -30,27 +30,27 @@ def kept_candidates(device: Device, program: tuple, defines: dict, reads, genome
                     row_size: np.ndarray, contig_start_buffer, n_contigs: int, k: int,
                     slice_size: int) -> tuple[object, np.ndarray, np.ndarray]:
     """(buffer, row begin, row size) of the candidates each row keeps, sorted and unique as given:
-    those whose window prealign.rejects does not reject. program, defines: the alignment program
-    that holds cl/prefilter.cl and its build options; reads: extend.DeviceReads."""
+    prealign.kept's. program, defines: the alignment program that holds cl/prefilter.cl and its
+    build options; reads: extend.DeviceReads; slice_size: candidates a work-item takes."""
     n_rows = row_size.size
     task_base = region_offsets(-(-row_size // slice_size))
     n_tasks = int(task_base[-1])
     if n_tasks == 0:
         return values, row_begin, row_size
     task_base_buffer = device.to_device(task_base)
-    row_begin_buffer = device.to_device(row_begin.astype(np.uint32))
-    kept = device.empty(4 * int((row_begin.astype(np.int64) + row_size).max()))
-    kept_count = device.empty(4 * n_tasks)
+    rows = (device.to_device(row_begin.astype(np.uint32)), device.to_device(row_size.astype(np.uint32)))
+    tasks = (task_base_buffer, np.uint32(n_rows), np.uint32(slice_size))
+    keep = device.empty(int((row_begin.astype(np.int64) + row_size).max()))
     device.launch(device.kernel(program, "prefilter", defines), groups(n_tasks, 64), None, *reads.buffers,
-                  genome_buffer, values, row_begin_buffer, device.to_device(row_size.astype(np.uint32)),
-                  task_base_buffer, np.uint32(n_rows), np.uint32(slice_size), contig_start_buffer,
-                  np.uint32(n_contigs), np.uint32(k), kept, kept_count)
+                  genome_buffer, values, *rows, *tasks, contig_start_buffer, np.uint32(n_contigs), np.uint32(k), keep)
+    kept_count = device.empty(4 * n_tasks)
+    device.launch(device.kernel(program, "count_kept", defines), groups(n_tasks, 64), None, keep, *rows, *tasks,
+                  kept_count)
     counts = device.read(kept_count, np.uint32, n_tasks).astype(np.int64)
     task_out = region_offsets(counts)
     out = device.empty(4 * max(1, int(task_out[-1])))
-    device.launch(device.kernel(program, "gather_kept", defines), groups(n_tasks, 64), None, kept,
-                  row_begin_buffer, task_base_buffer, np.uint32(n_rows), np.uint32(slice_size), kept_count,
-                  device.to_device(task_out), out)
+    device.launch(device.kernel(program, "gather_kept", defines), groups(n_tasks, 64), None, values, keep, *rows,
+                  *tasks, device.to_device(task_out), out)
     kept_size = np.add.reduceat(np.append(counts, 0), task_base[:-1]) if n_rows else np.zeros(0, np.int64)
     kept_size[row_size == 0] = 0
     return out, task_out[task_base[:-1]].astype(np.int64), kept_size

@@ -97,18 +97,11 @@ def test_windows_too_short_for_the_first_word_are_rejected(device) -> None:
     assert [prealign.rejects(read, genome, w, e, 5) for w, e in ((0, 100), (0, 60), (100, 130))] == got.tolist()
 
 
-def twin_keeps(case: Windows, r: int, start: int, k: int) -> bool:
-    """Whether the filter over candidates keeps read r's candidate start (prealign's twin)."""
-    contig = np.searchsorted(case.bounds, start, side="right") - 1
-    w, e = prealign.window(start, len(case.reads[r]), case.bounds[contig], case.bounds[contig + 1], k)
-    return not prealign.rejects(case.reads[r], case.genome, w, e, k)
-
-
 @pytest.mark.parametrize("k,slice_size", [(0, 32), (5, 7), (8, 3)])
 def test_prefilter_keeps_what_the_twin_keeps_and_every_end_within_k(device, k: int, slice_size: int) -> None:
-    """prefilter.kept_candidates over rows cut into tasks of slice_size candidates (lanes left
-    empty at a task's end) == the candidates whose own window prealign.rejects does not reject,
-    in order; a candidate dropped holds no end within k, a read of one word keeps all of them."""
+    """prefilter.kept_candidates over rows cut into tasks of slice_size candidates (chains running
+    from one task into the next, lanes left empty) == its twin prealign.kept, in order; a candidate
+    dropped holds no end within k in its window, a read of one word keeps all of them."""
     case = Windows(10 + k, k)
     rows = [sorted(set(starts)) for starts in case.starts]
     rows[2] = []  # a row without candidates
@@ -122,7 +115,7 @@ def test_prefilter_keeps_what_the_twin_keeps_and_every_end_within_k(device, k: i
     assert kept_begin.tolist() == np.concatenate(([0], np.cumsum(kept_size)[:-1])).tolist()
     dropped = 0
     for r, starts in enumerate(rows):
-        want = [p for p in starts if twin_keeps(case, r, p, k)]
+        want = prealign.kept(case.reads[r], case.genome, starts, case.bounds, k)
         assert got[kept_begin[r]:kept_begin[r] + kept_size[r]].tolist() == want
         if len(case.reads[r]) <= 64:
             assert want == starts
@@ -132,3 +125,5 @@ def test_prefilter_keeps_what_the_twin_keeps_and_every_end_within_k(device, k: i
             assert align.end_distances(case.reads[r], case.genome[w:e], k).min() > k
             dropped += 1
     assert dropped > len(rows)  # most candidates far from a copy are dropped
+    assert slice_size > 16 or any(first // slice_size < last // slice_size  # a chain runs into the next task
+                                  for row in rows for first, last in prealign.chains(row, case.bounds, k))
