@@ -1,8 +1,12 @@
 /* The pre-alignment filter over the candidates, before row_loci (see marose/prefilter.py and its
  * twin, prealign.kept): a row's candidates fall into chains, as row_loci merges them (each less
- * than k + 2 after the one before, in one contig), and a chain is kept unless prefix_rejects
- * (cl/extend.cl) rejects its window [first - k, last + L + k), cut to its contig. prefilter marks
- * the candidates kept, count_kept counts them a task, gather_kept writes them one after another.
+ * than k + 2 after the one before, in one contig), and a chain is kept unless its window
+ * [w, e) = [first - k, last + L + k), cut to its contig, surely holds no end within k: the read's
+ * first 64 bases, starting in the window's first e + k - L - w + 1 columns (where an alignment of
+ * the whole read within k starts), end nowhere within k early enough to leave room for the rest
+ * (prefix_rejects of cl/extend.cl, with the start bounded: prealign.rejects_anchored). prefilter
+ * marks the candidates kept, count_kept counts them a task, gather_kept writes them one after
+ * another.
  *
  * A task is `slice` candidates of one row, as row_loci's; it tests the chains that start in it,
  * LANES windows at a time (the same read in every lane): one word of Myers a column for all of
@@ -76,15 +80,21 @@ __kernel void prefilter(__global const uchar *read_codes, __global const uint *r
            compiler may turn into vector instructions of the device's width */
         uint chain[LANES], chain_end[LANES];  /* a lane's first and last candidate */
         uint begin[LANES], end[LANES];  /* a lane reads bases [begin, end] (its last again when done) */
-        int columns[LANES], score[LANES], best[LANES], most = 0;
+        int columns[LANES], starts_before[LANES], score[LANES], best[LANES], most = 0;
         ulong pv[LANES], mv[LANES];
         for (uint l = 0; l < LANES; ++l) {
             uint w = 0, e = 0;
             chain[l] = i;
             chain_end[l] = i < last ? chain_window(run, i, n, length, k, contig_start, n_contigs, &w, &e) : i - 1u;
-            columns[l] = i < last && e - w > cut ? (int)(e - w - cut) : 0;
+            /* an alignment within k starts in the window's first e + k - length - w + 1 columns */
+            starts_before[l] = (int)(e + k) - (int)(length + w) + 1;
+            /* in int: an unsigned difference clamped at 0 compiles to llvm.usub.sat, which Oclgrind lacks */
+            int span = (int)(e - w) - (int)cut;
+            columns[l] = i < last && starts_before[l] > 0 ? max(span, 0) : 0;
             begin[l] = w;
             end[l] = w + (uint)max(columns[l], 1) - 1u;
+            PREFETCH_LINE(genome + w);
+            PREFETCH_LINE(genome + end[l]);
             most = max(most, columns[l]);
             pv[l] = ~0UL;
             mv[l] = 0UL;
@@ -101,18 +111,24 @@ __kernel void prefilter(__global const uchar *read_codes, __global const uint *r
                 ulong ph = mv[l] | ~(xh | pv[l]);
                 ulong mh = pv[l] & xh;
                 score[l] += (int)(ph >> 63) - (int)(mh >> 63);
-                ph <<= 1;
+                ph = (ph << 1) | (ulong)(c + 1 >= starts_before[l]);  /* no start after it: the top row rises */
                 mh <<= 1;
                 pv[l] = mh | ~(xv | ph);
                 mv[l] = ph & xv;
                 best[l] = c < columns[l] ? min(best[l], score[l]) : best[l];
             }
-            /* a lane is open while it has not met k and its score, falling by at most 1 a column,
-               can still reach k in its columns left */
             if ((c & 7) == 7) {
+                /* a lane is open while it has not met k and can still: its score falls by at most
+                   1 a column, and once no alignment starts any more, every end to come is reached
+                   through this column, at a row i no less than 64 - (columns left), so at no less
+                   than the least D[i] there: the score less the rises below row i */
                 int open = 0;
-                for (uint l = 0; l < LANES; ++l)
-                    open |= (c < columns[l]) & (best[l] > (int)k) & (score[l] <= (int)k + columns[l] - 1 - c);
+                for (uint l = 0; l < LANES; ++l) {
+                    int left = columns[l] - 1 - c;
+                    ulong band = left <= 0 ? 0UL : left >= (int)WORD_BITS ? ~0UL : ~0UL << (WORD_BITS - (uint)left);
+                    bool reachable = c + 2 <= starts_before[l] || score[l] - (int)popcount(pv[l] & band) <= (int)k;
+                    open |= (left >= 0) & (best[l] > (int)k) & (score[l] <= (int)k + left) & reachable;
+                }
                 if (!open)
                     break;
             }

@@ -10,7 +10,8 @@ end of the read within k, and row_loci skips it: every end it would have found t
 k, and any later window gives those ends no less, so the loci are the same. Reads of at most
 64 bases are never rejected (the test would cost the alignment itself). The filter over the
 candidates before row_loci (marose.prefilter, cl/prefilter.cl) applies the test to the windows of
-chains of candidates: `kept` defines what it keeps.
+chains of candidates, with the read's start bounded as well (rejects_anchored): `kept` defines
+what it keeps.
 """
 
 from __future__ import annotations
@@ -37,6 +38,32 @@ def rejects(read: np.ndarray, genome: np.ndarray, w: int, e: int, k: int) -> boo
     return bool(end_distances(np.asarray(read)[:WORD_BITS], genome[w:end], k).min() > k)
 
 
+def rejects_anchored(read: np.ndarray, genome: np.ndarray, w: int, e: int, k: int) -> bool:
+    """rejects, where the read's alignments start in the window's first e + k - L - w + 1 columns
+    only, as one within k of the whole read does (it spans at least L - k bases and ends before
+    e): the test of the filter over candidates (cl/prefilter.cl). The first 64 bases are aligned by
+    dynamic programming, the top row 0 up to that start and rising by 1 a column after it."""
+    length = len(read)
+    if length <= WORD_BITS:
+        return False
+    end, allowed = e - max(0, length - WORD_BITS - k), e + k - length - w + 1
+    if end <= w or allowed <= 0:
+        return True
+    prefix = np.asarray(read[:WORD_BITS], np.int64)
+    column = np.arange(WORD_BITS + 1)  # D[i] before the first genome base: i bases inserted
+    best = WORD_BITS + 1
+    for j, base in enumerate(np.asarray(genome[w:end], np.int64)):
+        mismatch = (prefix != base) | (prefix > 3)
+        new = np.empty_like(column)
+        new[0] = 0 if j + 1 < allowed else column[0] + 1
+        diagonal = np.minimum(column[:-1] + mismatch, column[1:] + 1)
+        for i in range(1, WORD_BITS + 1):
+            new[i] = min(diagonal[i - 1], new[i - 1] + 1)
+        column = new
+        best = min(best, int(column[-1]))
+    return best > k
+
+
 def chains(starts, contig_bounds: np.ndarray, k: int) -> list[tuple[int, int]]:
     """[first, last] indices of the chains of sorted candidate starts, as row_loci merges them:
     each start less than k + 2 after the one before, in its contig (contig_bounds: the contigs'
@@ -57,13 +84,13 @@ def _continues(starts, i: int, contig_bounds: np.ndarray, k: int) -> bool:
 def kept(read: np.ndarray, genome: np.ndarray, starts, contig_bounds: np.ndarray, k: int) -> list[int]:
     """The candidate starts (sorted, unique) of a read that the filter over candidates keeps
     (marose.prefilter): those of each chain whose window, from its first start's to its last's,
-    this module's test does not reject. A chain rejected holds no end within k in any of its
+    rejects_anchored does not reject. A chain rejected holds no end within k in any of its
     candidates' windows, which lie inside its own."""
     out = []
     for first, last in chains(starts, contig_bounds, k):
         contig = np.searchsorted(contig_bounds, starts[first], side="right") - 1
         w, _ = window(starts[first], len(read), contig_bounds[contig], contig_bounds[contig + 1], k)
         _, e = window(starts[last], len(read), contig_bounds[contig], contig_bounds[contig + 1], k)
-        if not rejects(read, genome, w, e, k):
+        if not rejects_anchored(read, genome, w, e, k):
             out.extend(starts[first:last + 1])
     return out
