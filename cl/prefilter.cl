@@ -14,13 +14,14 @@
  *
  * Needs search.cl and extend.cl (WORD_BITS). Defines: LANES. */
 
-/* Match masks of a read's first word: base b at peq[b]. */
-inline void first_word_masks(__global const uchar *read, uint length, ulong *peq)
+/* Match masks of a read's first word, base b at peq[b]; backwards (1), of its last 64 bases read
+ * from its end. */
+inline void first_word_masks(__global const uchar *read, uint length, uint backwards, ulong *peq)
 {
     for (uint b = 0; b < 4u; ++b)
         peq[b] = 0UL;
     for (uint i = 0; i < min(length, WORD_BITS); ++i) {
-        uchar code = read[i];
+        uchar code = read[backwards ? length - 1u - i : i];
         if (code < 4)
             peq[code] |= 1UL << i;
     }
@@ -49,12 +50,13 @@ inline bool continues_chain(__global const uint *run, uint i, uint k, __global c
 /* Task t takes row r's candidates [first, first + slice) (r and first as in row_loci) and sets
  * keep[i] of the candidates of each chain that starts there: 1 when the chain is kept, else 0.
  * Reads of at most one word keep every candidate, as prefix_rejects does. */
-__kernel void prefilter(__global const uchar *read_codes, __global const uint *read_offset,
-                        __global const uint *read_length, __global const uchar *genome,
-                        __global const uint *starts, __global const uint *row_begin,
-                        __global const uint *row_size, __global const uint *task_base, uint n_rows,
-                        uint slice, __global const uint *contig_start, uint n_contigs, uint k,
-                        __global uchar *keep)
+#define PREFILTER_ARGS                                                                                    \
+    __global const uchar *read_codes, __global const uint *read_offset, __global const uint *read_length,  \
+        __global const uchar *genome, __global const uint *starts, __global const uint *row_begin,         \
+        __global const uint *row_size, __global const uint *task_base, uint n_rows, uint slice,            \
+        __global const uint *contig_start, uint n_contigs, uint k, __global uchar *keep
+
+inline void mark_kept(PREFILTER_ARGS, const uint backwards)
 {
     uint t = get_global_id(0);
     if (t >= task_base[n_rows])
@@ -69,7 +71,7 @@ __kernel void prefilter(__global const uchar *read_codes, __global const uint *r
         return;
     }
     ulong peq[4];
-    first_word_masks(read_codes + read_offset[r], length, peq);
+    first_word_masks(read_codes + read_offset[r], length, backwards, peq);
     uint cut = length - min(length, WORD_BITS + k);
     uint i = first;
     if (i > 0u)  /* the task before tests the chain running into this one */
@@ -79,7 +81,7 @@ __kernel void prefilter(__global const uchar *read_codes, __global const uint *r
         /* LANES chains at once, the lanes in arrays and each step a loop over them, which the
            compiler may turn into vector instructions of the device's width */
         uint chain[LANES], chain_end[LANES];  /* a lane's first and last candidate */
-        uint begin[LANES], end[LANES];  /* a lane reads bases [begin, end] (its last again when done) */
+        uint begin[LANES], last_column[LANES];  /* a lane reads its last column again when done */
         int columns[LANES], starts_before[LANES], score[LANES], best[LANES], most = 0;
         ulong pv[LANES], mv[LANES];
         for (uint l = 0; l < LANES; ++l) {
@@ -91,10 +93,11 @@ __kernel void prefilter(__global const uchar *read_codes, __global const uint *r
             /* in int: an unsigned difference clamped at 0 compiles to llvm.usub.sat, which Oclgrind lacks */
             int span = (int)(e - w) - (int)cut;
             columns[l] = i < last && starts_before[l] > 0 ? max(span, 0) : 0;
-            begin[l] = w;
-            end[l] = w + (uint)max(columns[l], 1) - 1u;
+            /* backwards, the lane reads its window from its end: base e - 1 - c at column c */
+            begin[l] = backwards ? max(e, 1u) - 1u : w;
+            last_column[l] = (uint)max(columns[l], 1) - 1u;
             PREFETCH_LINE(genome + w);
-            PREFETCH_LINE(genome + end[l]);
+            PREFETCH_LINE(genome + max(e, 1u) - 1u);
             most = max(most, columns[l]);
             pv[l] = ~0UL;
             mv[l] = 0UL;
@@ -103,7 +106,8 @@ __kernel void prefilter(__global const uchar *read_codes, __global const uint *r
         }
         for (int c = 0; c < most; ++c) {
             for (uint l = 0; l < LANES; ++l) {
-                uchar b = genome[min(begin[l] + (uint)c, end[l])];
+                uint step = min((uint)c, last_column[l]);
+                uchar b = genome[backwards ? begin[l] - step : begin[l] + step];
                 ulong eq = (b == 0 ? peq[0] : 0UL) | (b == 1 ? peq[1] : 0UL) | (b == 2 ? peq[2] : 0UL)
                            | (b == 3 ? peq[3] : 0UL);
                 ulong xv = eq | mv[l];
@@ -137,6 +141,19 @@ __kernel void prefilter(__global const uchar *read_codes, __global const uint *r
             for (uint j = chain[l]; j <= chain_end[l] && j + 1u > chain[l]; ++j)
                 mark[j] = columns[l] > 0 && best[l] <= (int)k;
     }
+}
+
+__kernel void prefilter(PREFILTER_ARGS)
+{
+    mark_kept(read_codes, read_offset, read_length, genome, starts, row_begin, row_size, task_base, n_rows, slice,
+              contig_start, n_contigs, k, keep, 0u);
+}
+
+/* prefilter with the read's last 64 bases, backwards from the window's end. */
+__kernel void prefilter_backwards(PREFILTER_ARGS)
+{
+    mark_kept(read_codes, read_offset, read_length, genome, starts, row_begin, row_size, task_base, n_rows, slice,
+              contig_start, n_contigs, k, keep, 1u);
 }
 
 /* kept_count[t]: the candidates of task t (as prefilter's) that keep marks. */

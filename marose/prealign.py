@@ -10,8 +10,8 @@ end of the read within k, and row_loci skips it: every end it would have found t
 k, and any later window gives those ends no less, so the loci are the same. Reads of at most
 64 bases are never rejected (the test would cost the alignment itself). The filter over the
 candidates before row_loci (marose.prefilter, cl/prefilter.cl) applies the test to the windows of
-chains of candidates, with the read's start bounded as well (rejects_anchored): `kept` defines
-what it keeps.
+chains of candidates, with the read's start bounded as well (rejects_anchored), and then to the
+read's last 64 bases, backwards from the window's end: `kept` defines what it keeps.
 """
 
 from __future__ import annotations
@@ -84,13 +84,15 @@ def _continues(starts, i: int, contig_bounds: np.ndarray, k: int) -> bool:
 def kept(read: np.ndarray, genome: np.ndarray, starts, contig_bounds: np.ndarray, k: int) -> list[int]:
     """The candidate starts (sorted, unique) of a read that the filter over candidates keeps
     (marose.prefilter): those of each chain whose window, from its first start's to its last's,
-    rejects_anchored does not reject. A chain rejected holds no end within k in any of its
-    candidates' windows, which lie inside its own."""
+    rejects_anchored does not reject, nor, read backwards, with the read backwards (its last 64
+    bases). A chain rejected holds no end within k in any of its candidates' windows, which lie
+    inside its own."""
     out = []
     for first, last in chains(starts, contig_bounds, k):
         contig = np.searchsorted(contig_bounds, starts[first], side="right") - 1
         w, _ = window(starts[first], len(read), contig_bounds[contig], contig_bounds[contig + 1], k)
         _, e = window(starts[last], len(read), contig_bounds[contig], contig_bounds[contig + 1], k)
-        if not rejects_anchored(read, genome, w, e, k):
+        backwards = np.asarray(genome[w:e])[::-1]
+        if not rejects_anchored(read, genome, w, e, k) and not rejects_anchored(read[::-1], backwards, 0, e - w, k):
             out.extend(starts[first:last + 1])
     return out

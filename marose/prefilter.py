@@ -10,28 +10,44 @@ runs side by side. Dropping windows that hold no end within k leaves row_loci's 
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from .align import WORD_BITS
 from .device import Device, groups
 from .regions import region_offsets
 
-LANES = 4  # windows a work-item tests at once
+LANES = 4  # windows a work-item tests at once (8 took as long on the 2-core machine, 1 or 2 3 times longer)
+SWITCH = "MAROSE_PREFILTER"  # "on" or "off": run the filter, or not, whatever the device (to measure it)
 
 
 def pays(device: Device, lengths: np.ndarray) -> bool:
-    """Whether to run the filter before row_loci: on a CPU (a GPU runs row_loci's own test, one
-    window a work-item, among many work-items already), for reads longer than one word (the
-    others are never rejected)."""
-    return device.is_cpu and bool(np.any(np.asarray(lengths) > WORD_BITS))
+    """Whether to run the filter before row_loci: for reads longer than one word (the others are
+    never rejected), on a CPU (where it was measured; a GPU runs row_loci's own test, one window a
+    work-item, among many work-items already), or as the environment's MAROSE_PREFILTER says."""
+    forced = os.environ.get(SWITCH, "")
+    wanted = forced == "on" or (forced != "off" and device.is_cpu)
+    return wanted and bool(np.any(np.asarray(lengths) > WORD_BITS))
 
 
 def kept_candidates(device: Device, program: tuple, defines: dict, reads, genome_buffer, values, row_begin: np.ndarray,
                     row_size: np.ndarray, contig_start_buffer, n_contigs: int, k: int,
                     slice_size: int) -> tuple[object, np.ndarray, np.ndarray]:
     """(buffer, row begin, row size) of the candidates each row keeps, sorted and unique as given:
-    prealign.kept's. program, defines: the alignment program that holds cl/prefilter.cl and its
-    build options; reads: extend.DeviceReads; slice_size: candidates a work-item takes."""
+    prealign.kept's. The chains are tested with the read's first 64 bases, and those kept with its
+    last 64 bases. program, defines: the alignment program that holds cl/prefilter.cl and its build
+    options; reads: extend.DeviceReads; slice_size: candidates a work-item takes."""
+    for backwards in (False, True):
+        values, row_begin, row_size = _kept(device, program, defines, reads, genome_buffer, values, row_begin,
+                                            row_size, contig_start_buffer, n_contigs, k, slice_size, backwards)
+    return values, row_begin, row_size
+
+
+def _kept(device: Device, program: tuple, defines: dict, reads, genome_buffer, values, row_begin: np.ndarray,
+          row_size: np.ndarray, contig_start_buffer, n_contigs: int, k: int, slice_size: int,
+          backwards: bool) -> tuple[object, np.ndarray, np.ndarray]:
+    """One pass of kept_candidates: the read's first 64 bases, or its last 64 backwards."""
     n_rows = row_size.size
     task_base = region_offsets(-(-row_size // slice_size))
     n_tasks = int(task_base[-1])
@@ -41,8 +57,9 @@ def kept_candidates(device: Device, program: tuple, defines: dict, reads, genome
     rows = (device.to_device(row_begin.astype(np.uint32)), device.to_device(row_size.astype(np.uint32)))
     tasks = (task_base_buffer, np.uint32(n_rows), np.uint32(slice_size))
     keep = device.empty(int((row_begin.astype(np.int64) + row_size).max()))
-    device.launch(device.kernel(program, "prefilter", defines), groups(n_tasks, 64), None, *reads.buffers,
-                  genome_buffer, values, *rows, *tasks, contig_start_buffer, np.uint32(n_contigs), np.uint32(k), keep)
+    device.launch(device.kernel(program, "prefilter_backwards" if backwards else "prefilter", defines),
+                  groups(n_tasks, 64), None, *reads.buffers, genome_buffer, values, *rows, *tasks, contig_start_buffer,
+                  np.uint32(n_contigs), np.uint32(k), keep)
     kept_count = device.empty(4 * n_tasks)
     device.launch(device.kernel(program, "count_kept", defines), groups(n_tasks, 64), None, keep, *rows, *tasks,
                   kept_count)

@@ -127,3 +127,13 @@ def test_prefilter_keeps_what_the_twin_keeps_and_every_end_within_k(device, k: i
     assert dropped > len(rows)  # most candidates far from a copy are dropped
     assert slice_size > 16 or any(first // slice_size < last // slice_size  # a chain runs into the next task
                                   for row in rows for first, last in prealign.chains(row, case.bounds, k))
+
+
+def test_the_filter_over_candidates_runs_on_a_cpu_or_as_the_environment_says(device, monkeypatch) -> None:
+    monkeypatch.delenv(prefilter.SWITCH, raising=False)
+    assert prefilter.pays(device, np.array([40, 100])) == device.is_cpu
+    assert not prefilter.pays(device, np.array([40, 64]))  # reads of one word are never rejected
+    monkeypatch.setenv(prefilter.SWITCH, "off")
+    assert not prefilter.pays(device, np.array([100]))
+    monkeypatch.setenv(prefilter.SWITCH, "on")
+    assert prefilter.pays(device, np.array([100]))
