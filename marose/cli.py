@@ -335,6 +335,7 @@ def explain(mapper, read_length: int) -> str:
     misses with indels."""
     from .extend import explain_windows
     from .placement_estimate import expected_candidates
+    from .prefilter import pays
     from .sensitivity import count_missed
 
     chosen = mapper.choice(read_length)
@@ -346,7 +347,7 @@ def explain(mapper, read_length: int) -> str:
                  f"{fixed:,.1f} in the fixed layout, {placed:,.1f} with the {share:.0%} of strands whose fixed "
                  "patterns find more positions than they have offsets placed (before merging; --stats counts "
                  "candidates and placed strands)")
-    text += "\n" + explain_windows(read_length, mapper.k)
+    text += "\n" + explain_windows(read_length, mapper.k, pays(mapper.device, [read_length]))
     if chosen.guaranteed and chosen.covers == "substitutions" and chosen.placement is None:
         p = chosen.params
         missed, total = count_missed(read_length, mapper.k, p.mask, p.ln, p.e, p.step, indels=True)

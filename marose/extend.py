@@ -144,15 +144,20 @@ def end_distances(device: Device, reads: ReadsLike, genome_buffer, cand_read: np
     return device.read(out, np.uint8, n * width).reshape(n, width)
 
 
-def explain_windows(read_length: int, k: int) -> str:
-    """What row_loci does with the candidates of a read length, for `marose map --explain`."""
+def explain_windows(read_length: int, k: int, prefiltered: bool = False) -> str:
+    """What row_loci does with the candidates of a read length, for `marose map --explain`
+    (prefiltered: where the filter over candidates runs first)."""
     text = (f"extend: candidates less than {k + 2} bp apart are aligned as one window "
             f"[first - {k}, last + {read_length + k})")
-    if read_length > WORD_BITS:
-        return text + (f"; a window is aligned only where the read's first {WORD_BITS} bases end within {k} "
-                       f"edits, at least {max(0, read_length - WORD_BITS - k)} bp before its end "
-                       "(the stats' aligned counts those windows)")
-    return text + f"; no pre-alignment filter for reads of at most {WORD_BITS} bp"
+    if read_length <= WORD_BITS:
+        return text + f"; no pre-alignment filter for reads of at most {WORD_BITS} bp"
+    text += (f"; a window is aligned only where the read's first {WORD_BITS} bases end within {k} "
+             f"edits, at least {max(0, read_length - WORD_BITS - k)} bp before its end")
+    if not prefiltered:
+        return text + " (the stats' aligned counts those windows)"
+    return text + (f", starting in its first {3 * k + 1} columns, and its last {WORD_BITS} bases, backwards, likewise "
+                   "from the window's end: tested first on this device, over the candidates (the stats' prefiltered "
+                   "counts those kept, aligned the windows aligned)")
 
 
 def prefix_rejects(device: Device, reads: ReadsLike, genome_buffer, cand_read: np.ndarray,
