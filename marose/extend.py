@@ -190,13 +190,13 @@ class RowLoci:
     count: np.ndarray  # loci per row, int64
     candidates: np.ndarray  # distinct candidates per row
     aligned: int  # windows aligned, after merging near candidates and the pre-alignment filter
-    prefiltered: int  # candidates left by the pre-alignment filter over candidates (all when it did not run)
     task_base: np.ndarray  # uint32, one more than the rows
     found: object  # buffer of uint32 per task
     src: object  # buffer of uint32 per task
     ends: tuple  # buffers of uint32 genome ends: the first run's, the rerun's
     dists: tuple  # buffers of uint8 edit distances at those ends
     task_base_buffer: object = None  # task_base on the device, when row_loci has put it there
+    prefiltered: int = 0  # candidates the filter over candidates kept (all of them where it did not run)
 
     def task_base_on(self, device: Device):
         return self.task_base_buffer if self.task_base_buffer is not None else device.to_device(self.task_base)
@@ -319,15 +319,14 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     device.launch(device.kernel(PLAIN, "row_counts"), groups(n_rows, 64), None, task_base_buffer, found,
                   np.uint32(n_rows), count)
     return RowLoci(device.read(count, np.uint32, n_rows).astype(np.int64), candidate_count,
-                   int(device.read(n_aligned, np.uint32, 1)[0]), int(row_size.sum()), task_base, found, src,
-                   (ends[0], ends[-1]),
-                   (dists[0], dists[-1]), task_base_buffer)
+                   int(device.read(n_aligned, np.uint32, 1)[0]), task_base, found, src, (ends[0], ends[-1]),
+                   (dists[0], dists[-1]), task_base_buffer, prefiltered=int(row_size.sum()))
 
 
 def _no_loci(device: Device, candidates: np.ndarray) -> RowLoci:
     """RowLoci of rows that have no window to align (candidates: the filter's, per row)."""
     n_rows, empty = candidates.size, (device.empty(1),) * 2
-    return RowLoci(np.zeros(n_rows, np.int64), candidates, 0, 0, np.zeros(n_rows + 1, np.uint32), device.empty(1),
+    return RowLoci(np.zeros(n_rows, np.int64), candidates, 0, np.zeros(n_rows + 1, np.uint32), device.empty(1),
                    device.empty(1), empty, empty)
 
 
