@@ -1,11 +1,15 @@
-"""Host side of the pre-alignment filter over candidates (cl/prefilter.cl): the candidates whose
-chain's window prealign.rejects are dropped before row_loci aligns any window (prealign.kept is
-its twin).
+"""Host side of the pre-alignment filter over candidates (cl/prefilter.cl): a row's candidates are
+cut into chains as row_loci merges them, and those of a chain whose window surely holds no end
+within k are dropped before row_loci aligns any window (prealign.kept is the twin: the read's
+first 64 bases from the window's start, then its last 64 backwards from its end, each starting
+where an alignment of the whole read within k can).
 
-row_loci applies the same test to each window it would align. Run first, over the candidates, it
-takes several windows of a read at once, one word of Myers a column for all of them, which a CPU
-runs side by side. Dropping windows that hold no end within k leaves row_loci's loci as they are
-(marose.extend.row_loci), so the output is the same.
+row_loci applies a weaker form of the test (first 64 bases, free start) to each window it would
+align. Run first, over the candidates, it takes several windows of a read at once, one word of
+Myers a column for all of them, which a CPU runs side by side, and stops a window as soon as no
+row it may still cross holds k or less. Dropping windows that hold no end within k leaves
+row_loci's loci as they are (marose.extend.row_loci), so the output is the same. On human chrX
+(100 bp reads, k = 5) it keeps 2.8% of the candidates.
 """
 
 from __future__ import annotations
