@@ -4,9 +4,9 @@
  * [w, e) = [first - k, last + L + k), cut to its contig, surely holds no end within k: the read's
  * first 64 bases, starting in the window's first e + k - L - w + 1 columns (where an alignment of
  * the whole read within k starts), end nowhere within k early enough to leave room for the rest
- * (prefix_rejects of cl/extend.cl, with the start bounded: prealign.rejects_anchored). prefilter
- * marks the candidates kept, count_kept counts them a task, gather_kept writes them one after
- * another.
+ * (prefix_rejects of cl/extend.cl, prealign.rejects); then, for the chains left, the read's last
+ * 64 bases backwards from the window's end. prefilter marks the candidates kept, count_kept counts
+ * them a task, gather_kept writes them one after another.
  *
  * A task is `slice` candidates of one row, as row_loci's; it tests the chains that start in it,
  * LANES windows at a time (the same read in every lane): one word of Myers a column for all of
