@@ -4,8 +4,8 @@ within k are dropped before row_loci aligns any window (prealign.kept is the twi
 first 64 bases from the window's start, then its last 64 backwards from its end, each starting
 where an alignment of the whole read within k can).
 
-row_loci applies a weaker form of the test (first 64 bases, free start) to each window it would
-align. Run first, over the candidates, it takes several windows of a read at once, one word of
+row_loci applies the first part of the test (the first 64 bases) to each window it would align.
+Run first, over the candidates, it takes several windows of a read at once, one word of
 Myers a column for all of them, which a CPU runs side by side, and stops a window as soon as no
 row it may still cross holds k or less. Dropping windows that hold no end within k leaves
 row_loci's loci as they are (marose.extend.row_loci), so the output is the same. On human chrX
