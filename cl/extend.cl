@@ -106,27 +106,38 @@ __kernel void end_distances(__global const uchar *read_codes, __global const uin
 
 /* The pre-alignment filter (see marose/prealign.py): whether a read of more than one word surely
  * has no end within k in the window [w, e), because its first word (read bases 0..63, match
- * masks peq[0..3]) has none in [w, e - cut), cut = L - 64 - k: the rest of the read takes at
- * least cut more window bases. One word of Myers a column, where the read takes several. */
+ * masks peq[0..3]), starting in the window's first e + k - L - w + 1 columns (where an alignment
+ * of the whole read within k starts), has none in [w, e - cut), cut = L - 64 - k: the rest of the
+ * read takes at least cut more window bases. One word of Myers a column, where the read takes
+ * several. */
 inline bool prefix_rejects(const ulong *peq, uint length, __global const uchar *genome, uint w, uint e, uint k)
 {
     if (length <= WORD_BITS)
         return false;
     uint cut = length - min(length, WORD_BITS + k);  /* (a conditional becomes llvm.usub.sat, which Oclgrind lacks) */
-    if (e - w <= cut)
+    int starts = (int)(e + k) - (int)(length + w) + 1;  /* the columns an alignment may start in */
+    if (e - w <= cut || starts <= 0)
         return true;
     uint end = e - cut;
     ulong pv = ~0UL, mv = 0UL;
     int score = (int)WORD_BITS;
     for (uint c = w; c < end; ++c) {
-        ulong hp = 0UL, hm = 0UL;
+        int column = (int)(c - w);
+        ulong hp = (ulong)(column + 1 >= starts), hm = 0UL;  /* no start after it: the top row rises */
         uchar code = genome[c];
         word_step(code < 4 ? peq[code] : 0UL, &pv, &mv, &hp, &hm, WORD_BITS - 1u);
         score += (int)hp - (int)hm;
         if (score <= (int)k)
             return false;
-        if (score > (int)(k + end - 1u - c))
+        int left = (int)(end - 1u - c);
+        if (score > (int)k + left)
             return true;  /* the score falls by at most 1 a column */
+        /* once no alignment starts any more, every end to come is reached through this column, at
+           a row i no less than 64 - left, so at no less than the least D[i] there: the score less
+           the rises below row i */
+        ulong band = left <= 0 ? 0UL : left >= (int)WORD_BITS ? ~0UL : ~0UL << (WORD_BITS - (uint)left);
+        if ((column & 7) == 7 && column + 2 > starts && score - (int)popcount(pv & band) > (int)k)
+            return true;
     }
     return true;
 }

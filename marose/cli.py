@@ -317,7 +317,8 @@ def write_stats(path: str, stats, elapsed: float, setup: float, devices: list, w
         for name, seconds in device.collect_profile().items():
             kernel_seconds[name] = kernel_seconds.get(name, 0.0) + seconds
     record = {"reads": stats.reads, "mapped": stats.mapped, "unique": stats.unique, "loci": stats.loci,
-              "candidates": stats.candidates, "aligned": stats.aligned, "lookups": stats.lookups,
+              "candidates": stats.candidates, "prefiltered": stats.prefiltered, "aligned": stats.aligned,
+              "lookups": stats.lookups,
               "placed": stats.placed,
               "cells": stats.cells,
               "too_short": stats.too_short, "too_many_n": stats.too_many_n,
@@ -334,6 +335,7 @@ def explain(mapper, read_length: int) -> str:
     misses with indels."""
     from .extend import explain_windows
     from .placement_estimate import expected_candidates
+    from .prefilter import pays
     from .sensitivity import count_missed
 
     chosen = mapper.choice(read_length)
@@ -345,7 +347,7 @@ def explain(mapper, read_length: int) -> str:
                  f"{fixed:,.1f} in the fixed layout, {placed:,.1f} with the {share:.0%} of strands whose fixed "
                  "patterns find more positions than they have offsets placed (before merging; --stats counts "
                  "candidates and placed strands)")
-    text += "\n" + explain_windows(read_length, mapper.k)
+    text += "\n" + explain_windows(read_length, mapper.k, pays(mapper.device, [read_length]))
     if chosen.guaranteed and chosen.covers == "substitutions" and chosen.placement is None:
         p = chosen.params
         missed, total = count_missed(read_length, mapper.k, p.mask, p.ln, p.e, p.step, indels=True)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Sequence, Union
 
 import numpy as np
 
+from . import prefilter
 from .align import NO_HIT, WORD_BITS, n_words
 from .device import PLAIN, Device, groups
 from .reference import NO_IUPAC, md_letters
@@ -25,7 +26,7 @@ from .regions import check_numbered, leading_entries, region_offsets
 if TYPE_CHECKING:
     from .lookup import DeviceGenome
 
-ALIGN = ("search.cl", "extend.cl", "traceback.cl")  # one program, built with alignment_defines
+ALIGN = ("search.cl", "extend.cl", "prefilter.cl", "traceback.cl")  # one program, built with alignment_defines
 
 # Traceback operations, first to last in a row of ops.
 OP_MATCH, OP_MISMATCH, OP_INS, OP_DEL = range(4)
@@ -103,7 +104,7 @@ def alignment_defines(device: Device, longest: int, k: int, merge_windows: bool 
     and its pre-alignment filter (the loci are the same without them; tests turn them off)."""
     words = max_words(longest)
     return {"MAX_WORDS": words, "MAX_LEN": WORD_BITS * words, "MAX_K": max_k(k), "PREFETCH": int(device.prefetches),
-            "MERGE_WINDOWS": int(merge_windows), "PREALIGN": int(prealign)}
+            "MERGE_WINDOWS": int(merge_windows), "PREALIGN": int(prealign), "LANES": prefilter.LANES}
 
 
 def _check_k(k: int) -> None:
@@ -143,15 +144,20 @@ def end_distances(device: Device, reads: ReadsLike, genome_buffer, cand_read: np
     return device.read(out, np.uint8, n * width).reshape(n, width)
 
 
-def explain_windows(read_length: int, k: int) -> str:
-    """What row_loci does with the candidates of a read length, for `marose map --explain`."""
+def explain_windows(read_length: int, k: int, prefiltered: bool = False) -> str:
+    """What row_loci does with the candidates of a read length, for `marose map --explain`
+    (prefiltered: where the filter over candidates runs first)."""
     text = (f"extend: candidates less than {k + 2} bp apart are aligned as one window "
             f"[first - {k}, last + {read_length + k})")
-    if read_length > WORD_BITS:
-        return text + (f"; a window is aligned only where the read's first {WORD_BITS} bases end within {k} "
-                       f"edits, at least {max(0, read_length - WORD_BITS - k)} bp before its end "
-                       "(the stats' aligned counts those windows)")
-    return text + f"; no pre-alignment filter for reads of at most {WORD_BITS} bp"
+    if read_length <= WORD_BITS:
+        return text + f"; no pre-alignment filter for reads of at most {WORD_BITS} bp"
+    text += (f"; a window is aligned only where the read's first {WORD_BITS} bases end within {k} "
+             f"edits, at least {max(0, read_length - WORD_BITS - k)} bp before its end")
+    if not prefiltered:
+        return text + " (the stats' aligned counts those windows)"
+    return text + (f", starting in its first {3 * k + 1} columns, and its last {WORD_BITS} bases, backwards, likewise "
+                   "from the window's end: tested first on this device, over the candidates (the stats' prefiltered "
+                   "counts those kept, aligned the windows aligned)")
 
 
 def prefix_rejects(device: Device, reads: ReadsLike, genome_buffer, cand_read: np.ndarray,
@@ -190,6 +196,7 @@ class RowLoci:
     ends: tuple  # buffers of uint32 genome ends: the first run's, the rerun's
     dists: tuple  # buffers of uint8 edit distances at those ends
     task_base_buffer: object = None  # task_base on the device, when row_loci has put it there
+    prefiltered: int = 0  # candidates the filter over candidates kept (all of them where it did not run)
 
     def task_base_on(self, device: Device):
         return self.task_base_buffer if self.task_base_buffer is not None else device.to_device(self.task_base)
@@ -257,7 +264,8 @@ def _one_run_per_row(device: Device, candidates: list) -> tuple[object, np.ndarr
 
 
 def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list, contig_start_buffer,
-             n_contigs: int, k: int, merge_windows: bool = True, prealign: bool = True) -> RowLoci:
+             n_contigs: int, k: int, merge_windows: bool = True, prealign: bool = True,
+             prefiltered: bool | None = None) -> RowLoci:
     """The loci of every row in the windows of its candidates, left on the device by one or
     more filter calls (filter.DeviceCandidates, one per index segment): a candidate starting
     at p is the window [p - k, p + L + k) cut to p's contig. Each end within k is taken with
@@ -265,19 +273,27 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     contig are one locus, at its rightmost end of least distance (as align.loci_from_hits).
     Candidates less than k + 2 apart are aligned as one window (merge_windows), and windows the
     pre-alignment filter (marose.prealign) rejects are not aligned (prealign): the loci are the
-    same either way."""
+    same either way. With prefiltered (default: where prefilter.pays), that test runs first over
+    the candidates' own windows (marose.prefilter), and the candidates it rejects are dropped."""
     _check_k(k)
     n_rows = reads.lengths.size
     if not candidates or sum(c.size for c in candidates) == 0:
-        none, empty = np.zeros(n_rows, np.int64), (device.empty(1),) * 2
-        return RowLoci(none, none, 0, np.zeros(n_rows + 1, np.uint32), device.empty(1), device.empty(1), empty,
-                       empty)
-    values, row_begin, row_size = _one_run_per_row(device, candidates)
+        return _no_loci(device, np.zeros(n_rows, np.int64))
+    values, row_begin, candidate_count = _one_run_per_row(device, candidates)
+    defines = alignment_defines(device, int(reads.lengths.max()), k, merge_windows, prealign)
+    row_size = candidate_count
+    if prealign and (prefilter.pays(device, reads.lengths) if prefiltered is None else prefiltered):
+        values, row_begin, row_size = prefilter.kept_candidates(device, ALIGN, defines, reads, genome_buffer, values,
+                                                                row_begin, row_size, contig_start_buffer, n_contigs,
+                                                                k, SLICE)
+        # the windows left hold ends within k: row_loci's own test would keep them all
+        defines = alignment_defines(device, int(reads.lengths.max()), k, merge_windows, prealign=False)
+        if not row_size.any():
+            return _no_loci(device, candidate_count)
     task_base = region_offsets(-(-row_size // SLICE))
     n_tasks = int(task_base[-1])
     if n_tasks * ROOM >= RERUN:
         raise MemoryError("too many candidates in one batch; use a smaller --batch-size")
-    defines = alignment_defines(device, int(reads.lengths.max()), k, merge_windows, prealign)
     kernel = device.kernel(ALIGN, "row_loci", defines)
     task_base_buffer = device.to_device(task_base)
     found, src = device.empty(4 * n_tasks), device.empty(4 * n_tasks)
@@ -302,9 +318,16 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     count = device.empty(4 * n_rows)
     device.launch(device.kernel(PLAIN, "row_counts"), groups(n_rows, 64), None, task_base_buffer, found,
                   np.uint32(n_rows), count)
-    return RowLoci(device.read(count, np.uint32, n_rows).astype(np.int64), row_size,
+    return RowLoci(device.read(count, np.uint32, n_rows).astype(np.int64), candidate_count,
                    int(device.read(n_aligned, np.uint32, 1)[0]), task_base, found, src, (ends[0], ends[-1]),
-                   (dists[0], dists[-1]), task_base_buffer)
+                   (dists[0], dists[-1]), task_base_buffer, prefiltered=int(row_size.sum()))
+
+
+def _no_loci(device: Device, candidates: np.ndarray) -> RowLoci:
+    """RowLoci of rows that have no window to align (candidates: the filter's, per row)."""
+    n_rows, empty = candidates.size, (device.empty(1),) * 2
+    return RowLoci(np.zeros(n_rows, np.int64), candidates, 0, np.zeros(n_rows + 1, np.uint32), device.empty(1),
+                   device.empty(1), empty, empty)
 
 
 @dataclass

@@ -533,9 +533,10 @@ MAP_CHECKS = [
     ("fixed_offsets, pattern_costs, place_patterns, filter_count, filter_emit, expand_ranges and the row sorts "
      "(the filter's pattern offsets and candidates)", check_filter),
     ("sort_chunks, merge_tiles, count_unique, scan_unique, write_unique (long rows)", check_row_sort),
-    ("row_loci, merge_runs, row_counts, best_loci, place_loci (loci within k edits)", check_loci),
+    ("prefilter, gather_kept, row_loci, merge_runs, row_counts, best_loci, place_loci (loci within k edits)",
+     check_loci),
     ("traceback, alignment_text (CIGAR, NM, MD)", check_alignments),
-    ("row_loci, traceback for reads of 50, 150, 250 and 300 bases", check_read_lengths),
+    ("prefilter, row_loci, traceback for reads of 50, 150, 250 and 300 bases", check_read_lengths),
     ("sam_records (SAM text)", check_sam_records),
     ("mate_names, pair_records (paired-end SAM text)", check_pair_records),
     ("pair_loci, pair_table, place_records, place_uints, pair_hits (pairing)", check_pairing),

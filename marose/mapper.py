@@ -37,6 +37,8 @@ class Stats:
     too_short: int = 0
     too_many_n: int = 0
     candidates: int = 0
+    # candidates left by the pre-alignment filter over candidates (marose.prefilter; all where it does not run)
+    prefiltered: int = 0
     aligned: int = 0  # windows the extend stage aligned: candidates less those merged with a near one or rejected
     lookups: int = 0  # perfect-hash lookups of the filter
     placed: int = 0  # read strands whose patterns were placed where the index finds them rarest
@@ -229,6 +231,7 @@ class Mapper:
             loci = extend.row_loci(self.device, reads, self.genome.codes, candidates, self.contig_start, n_contigs,
                                    self.k)
             self._count_candidates(strands, loci.candidates)
+            self.stats.prefiltered += loci.prefiltered
             self.stats.aligned += loci.aligned
             best = extend.best_loci_on_device(self.device, loci, strands.n // 2, self.k, self.max_hits)
             placed = extend.place_loci(self.device, best, reads, self.contig_start, n_contigs, self.k)

@@ -7,8 +7,9 @@
 Simulates 100 bp reads with 0..4 edits (scripts/simulate_reads.py --max-edits 4, seed 1), builds
 the marose index when missing (its build time is not counted), maps with `marose map -k K --stats`
 and with `minimap2 -x sr -t T` (its index built before), and prints a markdown table: wall seconds of the whole process,
-the filter's candidates, the windows the extend stage aligned (after merging near candidates and
-the pre-alignment filter), loci, both per locus, and marose's seconds per stage and of row_loci.
+the filter's candidates, those the pre-alignment filter over candidates keeps (marose.prefilter, on
+a CPU), the windows the extend stage aligned (after merging near candidates and the pre-alignment
+filter), loci, all three per locus, and marose's seconds per stage and of row_loci.
 --root DIR (repeatable) maps with the marose checkout at DIR (another commit, to compare; default:
 this one), and the SAM records of every root are compared with the first's (all but @PG): where
 they differ, the loci found by one and not the other are counted by distance and by whether their
@@ -99,11 +100,13 @@ def marose_row(root: str, args, reads: str, work: str, tag: str) -> tuple[str, s
     with open(stats) as handle:
         s = json.load(handle)
     aligned = s.get("aligned", s["candidates"])  # commits before the pre-alignment filter align every candidate
+    kept = s.get("prefiltered", s["candidates"])  # commits before the filter over candidates keep them all
     loci = max(1, s["loci"])
     stages = ", ".join(f"{name} {s['seconds'][name]:.2f}" for name in ("filter", "extend", "traceback", "format"))
-    row = (f"| marose ({tag}) | {wall:.2f} | {s['candidates']:,} | {aligned:,} | {s['loci']:,} | "
-           f"{s['candidates'] / loci:.1f} | {aligned / loci:.2f} | {stages}; row_loci "
-           f"{s['kernel_seconds'].get('row_loci', 0):.2f} |")
+    kernels = "; ".join(f"{name} {s['kernel_seconds'][name]:.2f}" for name in ("prefilter", "row_loci")
+                        if name in s["kernel_seconds"])
+    row = (f"| marose ({tag}) | {wall:.2f} | {s['candidates']:,} | {kept:,} | {aligned:,} | {s['loci']:,} | "
+           f"{s['candidates'] / loci:.1f} | {kept / loci:.2f} | {aligned / loci:.2f} | {stages}; {kernels} |")
     return row, sam
 
 
@@ -129,8 +132,9 @@ def main() -> None:
     if not os.path.exists(args.genome + ".marose"):
         run([sys.executable, "-m", "indexer.cli", args.genome, "-q"])
     print(f"{args.reads:,} reads of 100 bp (0..4 edits) on {name}, k = {args.k}, {args.threads} threads\n")
-    print("| mapper | wall s | candidates | aligned | loci | candidates / locus | aligned / locus | seconds |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    print("| mapper | wall s | candidates | kept | aligned | loci | candidates / locus | kept / locus "
+          "| aligned / locus | seconds |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     sams = []
     for i, root in enumerate(args.root or [ROOT]):
         root = os.path.abspath(root)
@@ -143,7 +147,7 @@ def main() -> None:
             run(["minimap2", "-x", "sr", "-d", mmi, args.genome], stdout=subprocess.DEVNULL)
         with open(os.devnull, "w") as sink:
             wall = run(["minimap2", "-t", str(args.threads), "-x", "sr", "-a", mmi, reads], stdout=sink)
-        print(f"| minimap2 -t {args.threads} -x sr | {wall:.2f} | | | | | | its index built before |")
+        print(f"| minimap2 -t {args.threads} -x sr | {wall:.2f} | | | | | | | | its index built before |")
     if len(sams) > 1:
         first = records(sams[0])
         same = all(records(sam) == first for sam in sams[1:])

@@ -9,7 +9,7 @@ import numpy as np
 import pysam
 import pytest
 
-from marose import align, extend
+from marose import align, extend, prefilter
 from marose.dna import N_CODE, encode, reverse_complement
 from conftest import mutate
 from marose.filter import DeviceCandidates
@@ -198,18 +198,20 @@ def expected_row_loci(case: Case, rows: list[list[int]], offsets: np.ndarray, k:
     return found
 
 
-ROW_LOCI_CASES = [(k, alphabet, slice_size, True, True) for k in (0, 3, 8) for alphabet in (4, 2)
+ROW_LOCI_CASES = [(k, alphabet, slice_size, True, True, None) for k in (0, 3, 8) for alphabet in (4, 2)
                   for slice_size in (1, 3, 32)]
-ROW_LOCI_CASES += [(3, 4, slice_size, merge, pre) for slice_size in (1, 32)
+ROW_LOCI_CASES += [(3, 4, slice_size, merge, pre, None) for slice_size in (1, 32)
                    for merge, pre in ((False, False), (True, False), (False, True))]
+ROW_LOCI_CASES += [(3, 4, 3, True, True, False), (3, 4, 32, False, True, True), (8, 4, 32, True, True, False)]
 
 
-@pytest.mark.parametrize("k,alphabet,slice_size,merge_windows,prealign", ROW_LOCI_CASES)
-def test_row_loci_merge_the_windows_of_each_row(device, monkeypatch, k: int, alphabet: int,
-                                                slice_size: int, merge_windows: bool, prealign: bool) -> None:
+@pytest.mark.parametrize("k,alphabet,slice_size,merge_windows,prealign,prefiltered", ROW_LOCI_CASES)
+def test_row_loci_merge_the_windows_of_each_row(device, monkeypatch, k: int, alphabet: int, slice_size: int,
+                                                merge_windows: bool, prealign: bool, prefiltered) -> None:
     """row_loci over three candidate lists (index segments), each row cut into slices of
     slice_size candidates, == the loci align finds in every window of the row, whether or not
-    near windows are merged and the pre-alignment filter skips windows."""
+    near windows are merged and the pre-alignment filter skips windows, in row_loci or over the
+    candidates before it (prefiltered; None: where it pays)."""
     monkeypatch.setattr(extend, "SLICE", slice_size)
     case = Case(11 if alphabet == 4 else 21, alphabet=alphabet)
     offsets = np.append(case.contig_start, case.genome.size)
@@ -232,7 +234,7 @@ def test_row_loci_merge_the_windows_of_each_row(device, monkeypatch, k: int, alp
     lists = [device_candidates(device, part) for part in parts]
     reads = upload_reads(device, case.reads)
     got = row_loci(device, reads, device.to_device(case.genome), lists, device.to_device(offsets.astype(np.uint32)),
-                   offsets.size - 1, k, merge_windows, prealign)
+                   offsets.size - 1, k, merge_windows, prealign, prefiltered)
     want = expected_row_loci(case, rows, offsets, k)
     assert got.count.tolist() == [len(w) for w in want]
     end, dist = got.read(device)
@@ -241,6 +243,8 @@ def test_row_loci_merge_the_windows_of_each_row(device, monkeypatch, k: int, alp
     if slice_size == 32:  # a task a row: each window aligned once, unless merged or skipped
         n_windows = int(got.candidates.sum())
         assert got.aligned == n_windows if not (merge_windows or prealign) else got.aligned < n_windows
+        ran = prealign and (prefilter.pays(device, reads.lengths) if prefiltered is None else prefiltered)
+        assert got.prefiltered < n_windows if ran else got.prefiltered == n_windows
 
 
 def test_row_loci_more_loci_than_candidates(device) -> None:

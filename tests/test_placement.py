@@ -160,3 +160,4 @@ def test_explain_reports_the_placement_and_what_it_finds(tmp_path, capsys):
     assert "guaranteed: every locus with <= 4 edits" in text
     assert "takes instead 5 patterns at the offsets where the index finds them rarest" in text
     assert "reads drawn from the reference without errors, positions found a read strand" in text
+    assert "its last 64 bases, backwards, likewise from the window's end: tested first on this device" in text

@@ -1,5 +1,6 @@
-"""The pre-alignment filter of row_loci (cl/extend.cl prefix_rejects) against its numpy twin
-(marose.prealign), and against brute force: it never rejects a window holding an end within k."""
+"""The pre-alignment filter of row_loci (cl/extend.cl prefix_rejects) and over the candidates before
+it (cl/prefilter.cl) against their numpy twin (marose.prealign), and against brute force: they never
+reject a window holding an end within k."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import numpy as np
 import pytest
 
 from conftest import mutate
-from marose import align, extend, prealign
+from marose import align, extend, prealign, prefilter
 from marose.dna import N_CODE
+from test_extend import device_candidates
 
 LENGTHS = (40, 64, 65, 100, 150, 250)
 
@@ -51,12 +53,15 @@ class Windows:
         self.genome = np.concatenate(self.contigs)
         self.genome[rng.random(self.genome.size) < 0.005] = N_CODE
         bounds = np.array([0, self.contigs[0].size, self.genome.size])
+        self.bounds = bounds
+        self.starts = [[] for _ in self.reads]  # the candidate starts of each read
         read_of, begin, end = [], [], []
         for r, c, at in copies:
             starts = [at + d for d in (-k - 2, -1, 0, 1, k + 2)] + [int(rng.integers(0, self.contigs[c].size))]
             starts += [0, self.contigs[c].size - 1, self.contigs[c].size - len(self.reads[r]) + 2]
             for start in starts:
                 start = min(max(start, 0), self.contigs[c].size - 1) + bounds[c]
+                self.starts[r].append(int(start))
                 w, e = prealign.window(start, len(self.reads[r]), bounds[c], bounds[c + 1], k)
                 read_of.append(r)
                 begin.append(w)
@@ -90,3 +95,45 @@ def test_windows_too_short_for_the_first_word_are_rejected(device) -> None:
                                 np.array([0, 0, 100]), np.array([100, 60, 130]), 5)
     assert got.tolist() == [False, True, True]  # the copy; 60 bases (the first 64 within 29); 30 < 31 bases
     assert [prealign.rejects(read, genome, w, e, 5) for w, e in ((0, 100), (0, 60), (100, 130))] == got.tolist()
+
+
+@pytest.mark.parametrize("k,slice_size", [(0, 32), (5, 7), (8, 3)])
+def test_prefilter_keeps_what_the_twin_keeps_and_every_end_within_k(device, k: int, slice_size: int) -> None:
+    """prefilter.kept_candidates over rows cut into tasks of slice_size candidates (chains running
+    from one task into the next, lanes left empty) == its twin prealign.kept, in order; a candidate
+    dropped holds no end within k in its window, a read of one word keeps all of them."""
+    case = Windows(10 + k, k)
+    rows = [sorted(set(starts)) for starts in case.starts]
+    rows[2] = []  # a row without candidates
+    values, row_begin, row_size = extend._one_run_per_row(device, [device_candidates(device, rows)])
+    reads = extend.upload_reads(device, case.reads)
+    defines = extend.alignment_defines(device, max(map(len, case.reads)), k)
+    kept, kept_begin, kept_size = prefilter.kept_candidates(
+        device, extend.ALIGN, defines, reads, device.to_device(case.genome), values, row_begin, row_size,
+        device.to_device(case.bounds.astype(np.uint32)), 2, k, slice_size)
+    got = device.read(kept, np.uint32, int(kept_size.sum())) if kept_size.sum() else np.zeros(0, np.uint32)
+    assert kept_begin.tolist() == np.concatenate(([0], np.cumsum(kept_size)[:-1])).tolist()
+    dropped = 0
+    for r, starts in enumerate(rows):
+        want = prealign.kept(case.reads[r], case.genome, starts, case.bounds, k)
+        assert got[kept_begin[r]:kept_begin[r] + kept_size[r]].tolist() == want
+        if len(case.reads[r]) <= 64:
+            assert want == starts
+        for p in sorted(set(starts) - set(want)):
+            contig = np.searchsorted(case.bounds, p, side="right") - 1
+            w, e = prealign.window(p, len(case.reads[r]), case.bounds[contig], case.bounds[contig + 1], k)
+            assert align.end_distances(case.reads[r], case.genome[w:e], k).min() > k
+            dropped += 1
+    assert dropped > len(rows)  # most candidates far from a copy are dropped
+    assert slice_size > 16 or any(first // slice_size < last // slice_size  # a chain runs into the next task
+                                  for row in rows for first, last in prealign.chains(row, case.bounds, k))
+
+
+def test_the_filter_over_candidates_runs_on_a_cpu_or_as_the_environment_says(device, monkeypatch) -> None:
+    monkeypatch.delenv(prefilter.SWITCH, raising=False)
+    assert prefilter.pays(device, np.array([40, 100])) == device.is_cpu
+    assert not prefilter.pays(device, np.array([40, 64]))  # reads of one word are never rejected
+    monkeypatch.setenv(prefilter.SWITCH, "off")
+    assert not prefilter.pays(device, np.array([100]))
+    monkeypatch.setenv(prefilter.SWITCH, "on")
+    assert prefilter.pays(device, np.array([100]))

@@ -1,0 +1,189 @@
+/* The pre-alignment filter over the candidates, before row_loci (see marose/prefilter.py and its
+ * twin, prealign.kept): a row's candidates fall into chains, as row_loci merges them (each less
+ * than k + 2 after the one before, in one contig), and a chain is kept unless its window
+ * [w, e) = [first - k, last + L + k), cut to its contig, surely holds no end within k: the read's
+ * first 64 bases, starting in the window's first e + k - L - w + 1 columns (where an alignment of
+ * the whole read within k starts), end nowhere within k early enough to leave room for the rest
+ * (prefix_rejects of cl/extend.cl, prealign.rejects); then, for the chains left, the read's last
+ * 64 bases backwards from the window's end. prefilter marks the candidates kept, count_kept counts
+ * them a task, gather_kept writes them one after another.
+ *
+ * A task is `slice` candidates of one row, as row_loci's; it tests the chains that start in it,
+ * LANES windows at a time (the same read in every lane): one word of Myers a column for all of
+ * them, until none of them can still end within k.
+ *
+ * Needs search.cl and extend.cl (WORD_BITS). Defines: LANES. */
+
+/* Match masks of a read's first word, base b at peq[b]; backwards (1), of its last 64 bases read
+ * from its end. */
+inline void first_word_masks(__global const uchar *read, uint length, uint backwards, ulong *peq)
+{
+    for (uint b = 0; b < 4u; ++b)
+        peq[b] = 0UL;
+    for (uint i = 0; i < min(length, WORD_BITS); ++i) {
+        uchar code = read[backwards ? length - 1u - i : i];
+        if (code < 4)
+            peq[code] |= 1UL << i;
+    }
+}
+
+/* The chain that starts at candidate i (of n, in run): its window [w, e) and its last candidate. */
+inline uint chain_window(__global const uint *run, uint i, uint n, uint length, uint k,
+                         __global const uint *contig_start, uint n_contigs, uint *w, uint *e)
+{
+    uint c = last_at_most(contig_start, n_contigs, run[i]), last = i;
+    while (last + 1u < n && run[last + 1u] - run[last] <= k + 1u && run[last + 1u] < contig_start[c + 1u])
+        ++last;
+    *w = run[i] - contig_start[c] >= k ? run[i] - k : contig_start[c];
+    *e = min(contig_start[c + 1u], run[last] + length + k);
+    return last;
+}
+
+/* Whether candidate i (> 0) continues the chain of the one before it. */
+inline bool continues_chain(__global const uint *run, uint i, uint k, __global const uint *contig_start,
+                            uint n_contigs)
+{
+    uint c = last_at_most(contig_start, n_contigs, run[i - 1u]);
+    return run[i] - run[i - 1u] <= k + 1u && run[i] < contig_start[c + 1u];
+}
+
+/* Task t takes row r's candidates [first, first + slice) (r and first as in row_loci) and sets
+ * keep[i] of the candidates of each chain that starts there: 1 when the chain is kept, else 0.
+ * Reads of at most one word keep every candidate, as prefix_rejects does. */
+#define PREFILTER_ARGS                                                                                    \
+    __global const uchar *read_codes, __global const uint *read_offset, __global const uint *read_length,  \
+        __global const uchar *genome, __global const uint *starts, __global const uint *row_begin,         \
+        __global const uint *row_size, __global const uint *task_base, uint n_rows, uint slice,            \
+        __global const uint *contig_start, uint n_contigs, uint k, __global uchar *keep
+
+inline void mark_kept(PREFILTER_ARGS, const uint backwards)
+{
+    uint t = get_global_id(0);
+    if (t >= task_base[n_rows])
+        return;
+    uint r = last_at_most(task_base, n_rows, t), first = (t - task_base[r]) * slice;
+    __global const uint *run = starts + row_begin[r];
+    __global uchar *mark = keep + row_begin[r];
+    uint n = row_size[r], last = min(n, first + slice), length = read_length[r];
+    if (length <= WORD_BITS) {
+        for (uint i = first; i < last; ++i)
+            mark[i] = 1;
+        return;
+    }
+    ulong peq[4];
+    first_word_masks(read_codes + read_offset[r], length, backwards, peq);
+    uint cut = length - min(length, WORD_BITS + k);
+    uint i = first;
+    if (i > 0u)  /* the task before tests the chain running into this one */
+        while (i < last && continues_chain(run, i, k, contig_start, n_contigs))
+            ++i;
+    while (i < last) {
+        /* LANES chains at once, the lanes in arrays and each step a loop over them, which the
+           compiler may turn into vector instructions of the device's width */
+        uint chain[LANES], chain_end[LANES];  /* a lane's first and last candidate */
+        uint begin[LANES], last_column[LANES];  /* a lane reads its last column again when done */
+        int columns[LANES], starts_before[LANES], score[LANES], best[LANES], most = 0;
+        ulong pv[LANES], mv[LANES];
+        for (uint l = 0; l < LANES; ++l) {
+            uint w = 0, e = 0;
+            chain[l] = i;
+            chain_end[l] = i < last ? chain_window(run, i, n, length, k, contig_start, n_contigs, &w, &e) : i - 1u;
+            /* an alignment within k starts in the window's first e + k - length - w + 1 columns */
+            starts_before[l] = (int)(e + k) - (int)(length + w) + 1;
+            /* in int: an unsigned difference clamped at 0 compiles to llvm.usub.sat, which Oclgrind lacks */
+            int span = (int)(e - w) - (int)cut;
+            columns[l] = i < last && starts_before[l] > 0 ? max(span, 0) : 0;
+            /* backwards, the lane reads its window from its end: base e - 1 - c at column c */
+            begin[l] = backwards ? max(e, 1u) - 1u : w;
+            last_column[l] = (uint)max(columns[l], 1) - 1u;
+            PREFETCH_LINE(genome + w);
+            PREFETCH_LINE(genome + max(e, 1u) - 1u);
+            most = max(most, columns[l]);
+            pv[l] = ~0UL;
+            mv[l] = 0UL;
+            score[l] = best[l] = (int)WORD_BITS;
+            i = max(i, chain_end[l] + 1u);
+        }
+        for (int c = 0; c < most; ++c) {
+            for (uint l = 0; l < LANES; ++l) {
+                uint step = min((uint)c, last_column[l]);
+                uchar b = genome[backwards ? begin[l] - step : begin[l] + step];
+                ulong eq = (b == 0 ? peq[0] : 0UL) | (b == 1 ? peq[1] : 0UL) | (b == 2 ? peq[2] : 0UL)
+                           | (b == 3 ? peq[3] : 0UL);
+                ulong xv = eq | mv[l];
+                ulong xh = (((eq & pv[l]) + pv[l]) ^ pv[l]) | eq;
+                ulong ph = mv[l] | ~(xh | pv[l]);
+                ulong mh = pv[l] & xh;
+                score[l] += (int)(ph >> 63) - (int)(mh >> 63);
+                ph = (ph << 1) | (ulong)(c + 1 >= starts_before[l]);  /* no start after it: the top row rises */
+                mh <<= 1;
+                pv[l] = mh | ~(xv | ph);
+                mv[l] = ph & xv;
+                best[l] = c < columns[l] ? min(best[l], score[l]) : best[l];
+            }
+            if ((c & 7) == 7) {
+                /* a lane is open while it has not met k and can still: its score falls by at most
+                   1 a column, and once no alignment starts any more, every end to come is reached
+                   through this column, at a row i no less than 64 - (columns left), so at no less
+                   than the least D[i] there: the score less the rises below row i */
+                int open = 0;
+                for (uint l = 0; l < LANES; ++l) {
+                    int left = columns[l] - 1 - c;
+                    ulong band = left <= 0 ? 0UL : left >= (int)WORD_BITS ? ~0UL : ~0UL << (WORD_BITS - (uint)left);
+                    bool reachable = c + 2 <= starts_before[l] || score[l] - (int)popcount(pv[l] & band) <= (int)k;
+                    open |= (left >= 0) & (best[l] > (int)k) & (score[l] <= (int)k + left) & reachable;
+                }
+                if (!open)
+                    break;
+            }
+        }
+        for (uint l = 0; l < LANES; ++l)
+            for (uint j = chain[l]; j <= chain_end[l] && j + 1u > chain[l]; ++j)
+                mark[j] = columns[l] > 0 && best[l] <= (int)k;
+    }
+}
+
+__kernel void prefilter(PREFILTER_ARGS)
+{
+    mark_kept(read_codes, read_offset, read_length, genome, starts, row_begin, row_size, task_base, n_rows, slice,
+              contig_start, n_contigs, k, keep, 0u);
+}
+
+/* prefilter with the read's last 64 bases, backwards from the window's end. */
+__kernel void prefilter_backwards(PREFILTER_ARGS)
+{
+    mark_kept(read_codes, read_offset, read_length, genome, starts, row_begin, row_size, task_base, n_rows, slice,
+              contig_start, n_contigs, k, keep, 1u);
+}
+
+/* kept_count[t]: the candidates of task t (as prefilter's) that keep marks. */
+__kernel void count_kept(__global const uchar *keep, __global const uint *row_begin, __global const uint *row_size,
+                         __global const uint *task_base, uint n_rows, uint slice, __global uint *kept_count)
+{
+    uint t = get_global_id(0);
+    if (t >= task_base[n_rows])
+        return;
+    uint r = last_at_most(task_base, n_rows, t), first = (t - task_base[r]) * slice;
+    __global const uchar *mark = keep + row_begin[r];
+    uint n = 0;
+    for (uint i = first; i < min(row_size[r], first + slice); ++i)
+        n += mark[i];
+    kept_count[t] = n;
+}
+
+/* A work-item per task: its candidates that keep marks, in order, to out from task_out[t]. */
+__kernel void gather_kept(__global const uint *starts, __global const uchar *keep, __global const uint *row_begin,
+                          __global const uint *row_size, __global const uint *task_base, uint n_rows, uint slice,
+                          __global const uint *task_out, __global uint *out)
+{
+    uint t = get_global_id(0);
+    if (t >= task_base[n_rows])
+        return;
+    uint r = last_at_most(task_base, n_rows, t), first = (t - task_base[r]) * slice, n = 0;
+    __global const uint *run = starts + row_begin[r];
+    __global const uchar *mark = keep + row_begin[r];
+    __global uint *to = out + task_out[t];
+    for (uint i = first; i < min(row_size[r], first + slice); ++i)
+        if (mark[i])
+            to[n++] = run[i];
+}
