@@ -244,6 +244,10 @@ def _map_array(path: str, name: str, spec: dict, verify: bool) -> np.ndarray:
     if size != spec["bytes"]:
         raise MaroseError(f"{file_path}: {size} bytes where the manifest says {spec['bytes']} "
                           "(truncated or damaged); rebuild the index")
+    kind = name.split(".", 1)[-1]
+    if name.startswith("seg") and kind in SEGMENT_ARRAYS and np.dtype(spec["dtype"]) != np.dtype(SEGMENT_ARRAYS[kind]):
+        raise MaroseError(f"{file_path}: {spec['dtype']} values where this marose reads {SEGMENT_ARRAYS[kind]} "
+                          "(an index from an older marose); rebuild the index with marose-index")
     if verify:
         _check_crc32(file_path, spec)
     if spec["bytes"] == 0:

@@ -283,6 +283,17 @@ def test_other_version_is_refused(saved_index):
         store.load(saved_index)
 
 
+def test_slot_keys_of_an_older_index_are_refused(saved_index):
+    """Indexes of format 2 first kept 32-bit slot keys: read as 16-bit ones they would map wrong."""
+    manifest = f"{saved_index}/manifest.json"
+    data = json.load(open(manifest))
+    spec = data["files"]["seg000.slot_key"]
+    spec["dtype"], spec["shape"] = "<u4", [spec["shape"][0] // 2]
+    json.dump(data, open(manifest, "w"))
+    with pytest.raises(MaroseError, match="seg000.slot_key: <u4 values where this marose reads <u2.*rebuild"):
+        store.load(saved_index)
+
+
 def test_contig_lengths_that_do_not_add_up_are_refused(saved_index):
     manifest = f"{saved_index}/manifest.json"
     data = json.load(open(manifest))
