@@ -235,8 +235,9 @@ def test_a_client_killed_mid_request_leaves_the_server_healthy(lambda_index, ser
     assert_same_as_alone(tmp_path / "after.sam", tmp_path / "alone.sam")
     requests = [line for line in served.messages().splitlines() if line.startswith("[marose] request ")]
     # the killed request ends when the server finds the client gone, or, on a loaded machine, had
-    # sent its last records before the kill; either way the next request is served whole
-    assert ("the client left" in requests[-2] or "done" in requests[-2]) and "done" in requests[-1]
+    # sent its last records before the kill; either way the next request is served whole (above),
+    # though on a loaded machine its log line may say the client left once it had its output
+    assert all("the client left" in line or "done" in line for line in requests[-2:])
     assert "still run" not in served.messages()  # the killed request's threads ended with it
 
 
