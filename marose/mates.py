@@ -50,13 +50,11 @@ class PairBatch:
         n, h = len(self), len(self) // 2
         if np.array_equal(self.mate2, self.mate1 + 1):
             a, b = cut(self.reads, [2 * h, 2 * (n - h)])
-            return [PairBatch(a, self.mate1[:h], self.mate2[:h], self.first_pair, self.labels),
-                    PairBatch(b, self.mate1[:n - h], self.mate2[:n - h], self.first_pair + h, self.labels)]
+            return [_interleaved_pairs(a, self.first_pair, self.labels),
+                    _interleaved_pairs(b, self.first_pair + h, self.labels)]
         first_a, first_b, second_a, second_b = cut(self.reads, [h, n - h, h, n - h])
-        return [PairBatch(_joined_mates(first_a, second_a, self.first_pair), np.arange(h), np.arange(h, 2 * h),
-                          self.first_pair, self.labels),
-                PairBatch(_joined_mates(first_b, second_b, self.first_pair + h), np.arange(n - h),
-                          np.arange(n - h, 2 * (n - h)), self.first_pair + h, self.labels)]
+        return [_joined_pairs(first_a, second_a, self.first_pair, self.labels),
+                _joined_pairs(first_b, second_b, self.first_pair + h, self.labels)]
 
 
 class PairProgress:
@@ -95,7 +93,7 @@ def _interleaved(path: str, sizes: Iterable[int], bytes_read: BytesRead) -> Iter
         if n % 2:
             raise MaroseError(f"{label}: an odd number of records ({batch.first_index + n}); with --interleaved "
                               "each pair's two mates follow one another")
-        pairs = PairBatch(batch, np.arange(0, n, 2), np.arange(1, n, 2), done, (label, label))
+        pairs = _interleaved_pairs(batch, done, (label, label))
         done += len(pairs)
         yield pairs
 
@@ -117,8 +115,7 @@ def _two_files(path1: str, path2: str, sizes: Iterable[int], bytes_read: BytesRe
         if second is None or len(second) < len(first):
             raise MaroseError(f"{labels[1]} ends before {labels[0]} (after {done + (len(second) if second else 0):,} "
                               "reads); give the two files of one paired run, mates in the same order")
-        pairs = PairBatch(_joined_mates(first, second, done), np.arange(len(first)),
-                          np.arange(len(first), 2 * len(first)), done, labels)
+        pairs = _joined_pairs(first, second, done, labels)
         done += len(pairs)
         yield pairs
     if next(seconds, None) is not None:
@@ -130,13 +127,23 @@ def _label(path: str) -> str:
     return "stdin" if path == "-" else path
 
 
-def _joined_mates(first: ReadBatch, second: ReadBatch, done: int) -> ReadBatch:
-    """The first mates, then the second: FASTQ as the text read (for a device to pack)."""
+def _interleaved_pairs(reads: ReadBatch, first_pair: int, labels: tuple[str, str]) -> PairBatch:
+    """The pairs of reads that hold each pair's mates one after the other."""
+    n = len(reads)
+    return PairBatch(reads, np.arange(0, n, 2), np.arange(1, n, 2), first_pair, labels)
+
+
+def _joined_pairs(first: ReadBatch, second: ReadBatch, first_pair: int, labels: tuple[str, str]) -> PairBatch:
+    """The pairs of the first mates and the second, in the same order, joined in one batch: the
+    first mates, then the second (FASTQ as the text read, for a device to pack)."""
     if (first.pieces is None) != (second.pieces is None):
         raise MaroseError("one read file is FASTQ and the other FASTA; give mates in the same format")
     if first.pieces is not None:
-        return ReadBatch.from_fastq(first.pieces + second.pieces, 2 * done)
-    return ReadBatch.from_packed(_joined([first.packed, second.packed]), 2 * done)
+        reads = ReadBatch.from_fastq(first.pieces + second.pieces, 2 * first_pair)
+    else:
+        reads = ReadBatch.from_packed(_joined([first.packed, second.packed]), 2 * first_pair)
+    n = len(first)
+    return PairBatch(reads, np.arange(n), np.arange(n, 2 * n), first_pair, labels)
 
 
 def check_mate_names(device, pairs: PairBatch, reads) -> None:

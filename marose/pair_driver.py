@@ -163,8 +163,7 @@ class PairedEnd:
             parts = self.ahead.pop(batch.first_pair, None)  # mapped ahead, in parts if it had to be
             if parts is None:
                 return paired_records(batch, map_pairs(mapper, batch))
-            records = [paired_records(part, mapped) for part, mapped in parts]
-            return records[0] if len(records) == 1 else JoinedReads(records)
+            return JoinedReads([paired_records(part, mapped) for part, mapped in parts])
 
         return work
 

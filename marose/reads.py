@@ -317,16 +317,8 @@ def read_batches(path: str, batch_size: int | Iterable[int],
 def rebatched(batch: ReadBatch, size: int) -> Iterator[ReadBatch]:
     """The reads of a batch in batches of size reads (the last may hold fewer), in the batch's
     form (FASTQ text or packed reads)."""
-    pending: collections.deque[Chunk] = collections.deque(batch.pieces or [batch.packed])
-    start, emitted, left = 0, batch.first_index, len(batch)
-    while left > size:
-        parts, start = _taken(pending, start, _checked_size(size))
-        yield _batch(parts, emitted)
-        emitted += size
-        left -= size
-    if start:
-        pending[0] = pending[0].sliced(start, len(pending[0]))
-    yield _batch(list(pending), emitted)
+    full, rest = divmod(len(batch), _checked_size(size))
+    return iter(cut(batch, [size] * full + ([rest] if rest else [])))
 
 
 def cut(batch: ReadBatch, sizes: list[int]) -> list[ReadBatch]:
