@@ -16,12 +16,7 @@
 # lazy-importer packaging partd locket pyyaml toolz jinja2 markupsafe msgpack psutil
 # sortedcontainers tblib tornado zict).
 set -uo pipefail
-if [ -d .whl ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-    export PYTHONPATH=/tmp/site:$PWD
-fi
-[ -d /etc/OpenCL/vendors ] && command -v nvidia-smi >/dev/null && echo libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
-export MAROSE_CACHE_DIR=/tmp/mc
+. scripts/device_env.sh
 work=/tmp/cluster-round
 mkdir -p bench/data "$work"
 [ -e bench/data/arabidopsis_3sp.fa ] || gunzip -c bench/h/arabidopsis_3sp.fa.gz > bench/data/arabidopsis_3sp.fa

@@ -11,19 +11,7 @@
 # machine: ../shared/tools/gpu-wheels.sh's wheels in .whl/). Optional: bench/gpu/uint8.patch,
 # `git diff b4dbd5d^ b4dbd5d -- cl/filter.cl cl/murmur3.cl cl/phf.cl`, for the last comparison.
 set -uo pipefail
-if [ -d .whl ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-    export PYTHONPATH=/tmp/site:$PWD
-fi
-[ -d /etc/OpenCL/vendors ] && command -v nvidia-smi >/dev/null && echo libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
-mkdir -p /tmp/peers && for f in bench/peers/*.deb; do dpkg -x "$f" /tmp/peers; done
-export PATH=/tmp/peers/usr/bin:/tmp/peers/usr/lib/seqan/bin:$PATH
-export LD_LIBRARY_PATH=/tmp/peers/usr/lib/x86_64-linux-gnu:/tmp/peers/lib/x86_64-linux-gnu
-mkdir -p bench/data
-for g in athal_chr1 hs37_chrX ecoli ecoli_dh1; do
-    [ -e bench/data/$g.fa ] || gunzip -c bench/gpu/$g.fa.gz > bench/data/$g.fa
-done
-export MAROSE_CACHE_DIR=/tmp/mc
+. scripts/device_env.sh athal_chr1 hs37_chrX ecoli ecoli_dh1
 T() { local label=$1; shift; /usr/bin/time -o /tmp/t.txt -f "$label: %e s wall, %M KiB" "$@"; local rc=$?; cat /tmp/t.txt; return $rc; }
 M() { python3 -m marose.cli map -q "$@"; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader

@@ -16,12 +16,8 @@
 # between calls, e.g. H=/tmp/h). Every timed command goes through scripts/peak_memory.py: wall
 # seconds and the peak memory of its process tree, one JSON line each in $H/runs.jsonl.
 set -euo pipefail
-if [ -d .whl ] && [ ! -d /tmp/site ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
-fi
-[ -d .whl ] && export PYTHONPATH=/tmp/site:$PWD
-[ -d /etc/OpenCL/vendors ] && command -v nvidia-smi >/dev/null && echo libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
 export MAROSE_CACHE_DIR=${MAROSE_CACHE_DIR:-$PWD/bench/h/cache}
+. scripts/device_env.sh
 h=${H:-bench/h}
 mkdir -p $h
 run() { python3 scripts/peak_memory.py -o $h/runs.jsonl -- "$@"; }

@@ -14,19 +14,7 @@
 set -uo pipefail
 base=${1:?usage: scripts/prefilter_round.sh BASE [READS]}
 reads=${2:-1000000}
-if [ -d .whl ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-    export PYTHONPATH=/tmp/site:$PWD
-fi
-[ -d /etc/OpenCL/vendors ] && command -v nvidia-smi >/dev/null && echo libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
-mkdir -p /tmp/peers && for f in bench/peers/*.deb; do [ -e "$f" ] && dpkg -x "$f" /tmp/peers; done
-export PATH=/tmp/peers/usr/bin:$PATH
-export LD_LIBRARY_PATH=/tmp/peers/usr/lib/x86_64-linux-gnu:/tmp/peers/lib/x86_64-linux-gnu
-mkdir -p bench/data
-for g in athal_chr1 hs37_chrX; do
-    [ -e bench/data/$g.fa ] || gunzip -c bench/gpu/$g.fa.gz > bench/data/$g.fa
-done
-export MAROSE_CACHE_DIR=/tmp/mc
+. scripts/device_env.sh athal_chr1 hs37_chrX
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 for round in 1 2; do
     for g in hs37_chrX athal_chr1; do
