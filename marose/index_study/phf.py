@@ -63,8 +63,7 @@ def twin(index: PhfIndex, queries: Queries, e: int) -> Hits:
     right = (keys & np.uint64((1 << 2 * shape.ln) - 1)).astype(np.uint32)
     found = [hits_of_runs(queries.ids[which], *phf_query.slot_ranges(s, seeds, right), s.positions)
              for s in index.segments]
-    hits = Hits.of(np.concatenate([h.query for h in found]), np.concatenate([h.position for h in found]))
-    return true_hits(index, hits, queries, e)[0]
+    return true_hits(index, Hits.joined(found), queries, e)[0]
 
 
 class DevicePhf:
@@ -79,8 +78,6 @@ class DevicePhf:
                    for s in self.segments]
         hits = None
         if emit:
-            found = [a.hits for a in answers]
-            hits, self.false_positives = true_hits(self.index, Hits.of(
-                np.concatenate([h.query for h in found]), np.concatenate([h.position for h in found])), queries, e)
+            hits, self.false_positives = true_hits(self.index, Hits.joined([a.hits for a in answers]), queries, e)
         return Answer(hits, sum(a.n_positions for a in answers), sum(a.count_seconds for a in answers),
                       sum(a.emit_seconds for a in answers))

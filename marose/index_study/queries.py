@@ -135,6 +135,11 @@ class Hits:
         order = np.lexsort((position, query))
         return cls(query[order], position[order])
 
+    @classmethod
+    def joined(cls, parts: list["Hits"]) -> "Hits":
+        """The hits of every part, sorted as one."""
+        return cls.of(np.concatenate([h.query for h in parts]), np.concatenate([h.position for h in parts]))
+
     def __len__(self) -> int:
         return int(self.query.size)
 
