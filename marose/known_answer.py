@@ -292,9 +292,7 @@ def _mapped(device, case: Case, max_hits: int | None, text_on_device: bool = Fal
 def _oracle_hits(case: Case) -> list:
     from .oracle import oracle_map
 
-    ref = case.index.reference
-    contigs = [ref.codes[a:b] for a, b in zip(ref.offsets[:-1], ref.offsets[1:])]
-    return oracle_map(contigs, case.reads, K)
+    return oracle_map(case.index.reference.contig_codes(), case.reads, K)
 
 
 def _loci_and_alignments(device, case: Case) -> tuple[bool, bool]:
@@ -321,8 +319,7 @@ def check_read_lengths(device, case: Case) -> bool:
     from .oracle import oracle_map
     from .params import default_max_errors
 
-    ref = case.index.reference
-    contigs = [ref.codes[a:b] for a, b in zip(ref.offsets[:-1], ref.offsets[1:])]
+    contigs = case.index.reference.contig_codes()
     rng = np.random.default_rng(CASE_SEED)
     for length in READ_LENGTHS:
         k = default_max_errors(length)

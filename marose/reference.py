@@ -80,6 +80,11 @@ class Reference:
     def total_length(self) -> int:
         return int(np.sum(self.lengths))
 
+    def contig_codes(self) -> list[np.ndarray]:
+        """Each contig's base codes (views of codes)."""
+        offsets = self.offsets
+        return [self.codes[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
+
     def contig_of(self, positions: np.ndarray) -> np.ndarray:
         """Index of the contig holding each concatenated position."""
         return np.searchsorted(self.offsets, positions, side="right") - 1
