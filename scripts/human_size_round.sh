@@ -3,10 +3,10 @@
 # command; the files stay in bench/h/ between calls):
 #
 #   scripts/human_size_round.sh make              # the 3.1 Gbp reference (scripts/human_size.py)
-#   scripts/human_size_round.sh reads             # 1M 100 bp reads and 460,544 H3 reads from it
+#   scripts/human_size_round.sh reads [N]         # 1M 100 bp reads and 460,544 H3 reads from it (N of each)
 #   scripts/human_size_round.sh build BUDGET      # its index within --max-memory BUDGET (e.g. 64G)
-#   scripts/human_size_round.sh map               # 1M 100 bp reads (k 5) and 460,544 H3 reads (k 3), the
-#                                                 # index kept on the device and cut to 20G
+#   scripts/human_size_round.sh map [N]           # 1M 100 bp reads (k 5) and 460,544 H3 reads (k 3), or N
+#                                                 # of each, the index kept on the device and cut to 20G
 #   scripts/human_size_round.sh segments          # 121 Mbp: 1 against 8 segments, map time and lookups
 #   scripts/human_size_round.sh serve             # 121 Mbp, Table II reads: served against standalone
 #
@@ -23,15 +23,21 @@ mkdir -p $h
 run() { python3 scripts/peak_memory.py -o $h/runs.jsonl -- "$@"; }
 lookups() { python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print('lookups', s['lookups'], 'candidates', s['candidates'], 'loci', s['loci'], 'seconds', {k: round(v, 2) for k, v in s['seconds'].items()})" "$1"; }
 three=$h/arabidopsis_3sp.fa
+make_reads() {  # [N]: N reads of each set (default 1M and 460,544) in $r100 and $h3, made once
+    local n=${1:-}
+    r100=$h/r100${n:+_$n}.fq h3=$h/h3${n:+_$n}.fq
+    [ -e $r100 ] || python3 scripts/simulate_reads.py $h/human_size.fa $r100 --n ${n:-1000000} --length 100 \
+        --max-edits 4 --seed 11 &
+    [ -e $h3 ] || python3 scripts/simulate_reads.py $h/human_size.fa $h3 --n ${n:-460544} --length 40 --subs 3 --seed 11
+    wait
+}
 
 case ${1:?stage} in
 make)
     run python3 scripts/human_size.py --source bench/h/arabidopsis_3sp.fa.gz $h/human_size.fa -q
     ;;
 reads)
-    python3 scripts/simulate_reads.py $h/human_size.fa $h/r100.fq --n 1000000 --length 100 --max-edits 4 --seed 11 &
-    python3 scripts/simulate_reads.py $h/human_size.fa $h/h3.fq --n 460544 --length 40 --subs 3 --seed 11
-    wait
+    make_reads "${2:-}"
     ;;
 build)
     rm -rf $h/human_size.fa.marose
@@ -39,14 +45,13 @@ build)
     du -sb $h/human_size.fa.marose $h/human_size.fa
     ;;
 map)
-    [ -e $h/r100.fq ] || python3 scripts/simulate_reads.py $h/human_size.fa $h/r100.fq --n 1000000 --length 100 --max-edits 4 --seed 11
-    [ -e $h/h3.fq ] || python3 scripts/simulate_reads.py $h/human_size.fa $h/h3.fq --n 460544 --length 40 --subs 3 --seed 11
+    make_reads "${2:-}"
     for limit in "" 20G; do
         extra=${limit:+--max-device-memory $limit}
         for r in 1 2; do
-            run python3 -m marose.cli map -x $h/human_size.fa $h/r100.fq -k 5 -o $h/o100.sam --stats $h/s100.json $extra
+            run python3 -m marose.cli map -x $h/human_size.fa $r100 -k 5 -o $h/o100.sam --stats $h/s100.json $extra
             lookups $h/s100.json
-            run python3 -m marose.cli map -x $h/human_size.fa $h/h3.fq -k 3 -o $h/oh3.sam --stats $h/sh3.json $extra
+            run python3 -m marose.cli map -x $h/human_size.fa $h3 -k 3 -o $h/oh3.sam --stats $h/sh3.json $extra
             lookups $h/sh3.json
         done
     done
