@@ -252,3 +252,14 @@ __kernel void add_totals(__global uint *sums, uint n, __global const uint *part_
     else if (i == n)
         sums[n] = part_total[(n + PART - 1) / PART];
 }
+
+/* The reverse complement of seq[0, n) (codes above 3 stay as they are); dna.reverse_complement
+ * is its twin. */
+__kernel void reverse_complement(__global const uchar *seq, uint n, __global uchar *out)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    uchar c = seq[n - 1 - i];
+    out[i] = c < 4 ? 3 - c : c;
+}

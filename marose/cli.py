@@ -139,6 +139,7 @@ def _mems_parser(sub) -> None:
 
 def run_mems(args, log) -> None:
     """Finds the maximal exact matches (the work is in mems.py)."""
+    _in_background(_load_opencl_drivers)
     from .mems import find_mems
 
     use_cpu_threads(args.threads)

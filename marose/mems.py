@@ -3,6 +3,7 @@ seed index in tiles, the queries in batches and windows, the command's driver.""
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import sys
@@ -13,7 +14,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from .dna import N_CODE, encode, reverse_complement
+from .dna import N_CODE
 from .errors import MaroseError
 
 MIN_LENGTH = 10  # the shortest L: shorter seeds would hit nearly everywhere
@@ -33,8 +34,14 @@ MAX_HITS = 1 << 22  # hits extended at once; a window with more is split
 BYTES_PER_SEED, BYTES_PER_HIT = 28, 28
 QUERY_BATCH = 4096  # query sequences read at a time
 MAX_BATCH_BASES = 2**32 - 1  # positions in a batch of queries are uint32 on the device
-_DNA_LETTERS = np.zeros(256, dtype=bool)
-_DNA_LETTERS[np.frombuffer(b"ACGTUNRYKMSWBDHV", np.uint8)] = True
+NOT_DNA = 0xFF
+# Upper-case letters to codes in one bytes.translate: A, C, G, T to 0..3, the other IUPAC
+# nucleotide letters (U too) to N_CODE, anything else to NOT_DNA.
+_QUERY_CODES = bytearray([NOT_DNA]) * 256
+_QUERY_CODES[ord("A")], _QUERY_CODES[ord("C")], _QUERY_CODES[ord("G")], _QUERY_CODES[ord("T")] = range(4)
+for _letter in b"UNRYKMSWBDHV":
+    _QUERY_CODES[_letter] = N_CODE
+_QUERY_CODES = bytes(_QUERY_CODES)
 
 
 @dataclass(frozen=True)
@@ -115,12 +122,24 @@ class MemFinder:
         """Every maximal exact match of at least L between the reference and the query codes."""
         if qry.size == 0:
             return Mems.concat([])
-        on_device = self.device.to_device(qry)
+        return self._find_on(self.device.to_device(qry), int(qry.size))
+
+    def find_strands(self, forward: np.ndarray) -> tuple[Mems, Mems]:
+        """find(forward) and find(dna.reverse_complement(forward)), the reverse complement made
+        on the device from the one copy uploaded."""
+        if forward.size == 0:
+            return Mems.concat([]), Mems.concat([])
+        d, n = self.device, int(forward.size)
+        on_device, reverse = d.to_device(forward), d.empty(n)
+        d.launch(self.kernel("reverse_complement"), _groups(n), None, on_device, np.uint32(n), reverse)
+        return self._find_on(on_device, n), self._find_on(reverse, n)
+
+    def _find_on(self, qry, q_len: int) -> Mems:
         found = []
         for tile in self.tiles:
             index = self.index(tile)
-            for begin in range(0, qry.size, self.window):
-                found += self._window(index, on_device, qry.size, begin, min(qry.size, begin + self.window))
+            for begin in range(0, q_len, self.window):
+                found += self._window(index, qry, q_len, begin, min(q_len, begin + self.window))
         return Mems.concat(found)
 
     def index(self, tile: tuple[int, int]):
@@ -206,10 +225,6 @@ class QueryBatch:
     lengths: np.ndarray
     forward: np.ndarray
 
-    @property
-    def reverse(self) -> np.ndarray:
-        return reverse_complement(self.forward)
-
 
 def query_batches(path: str, batch_size: int = QUERY_BATCH) -> Iterator[QueryBatch]:
     """The queries of a FASTA or FASTQ file (gzip or not, '-' for stdin) in batches; a sequence
@@ -219,8 +234,9 @@ def query_batches(path: str, batch_size: int = QUERY_BATCH) -> Iterator[QueryBat
     for batch in read_batches(path, batch_size):
         letters, offsets = batch.letters
         offsets = offsets.astype(np.int64)
-        if not _DNA_LETTERS[letters[:offsets[-1]]].all():
-            at = int(np.argmin(_DNA_LETTERS[letters[:offsets[-1]]]))
+        codes = np.frombuffer(letters[:offsets[-1]].tobytes().translate(_QUERY_CODES), np.uint8)
+        if codes.size and codes.max() == NOT_DNA:
+            at = int(np.argmax(codes == NOT_DNA))
             i = int(np.searchsorted(offsets, at, side="right") - 1)
             raise MaroseError(f"{'stdin' if path == '-' else path}: query '{batch.names[i]}' holds "
                               f"{bytes([letters[at]])!r} at position {at - offsets[i] + 1}, which is not a "
@@ -228,10 +244,10 @@ def query_batches(path: str, batch_size: int = QUERY_BATCH) -> Iterator[QueryBat
         if offsets[-1] + len(offsets) > MAX_BATCH_BASES:
             raise MaroseError(f"{'stdin' if path == '-' else path}: {QUERY_BATCH:,} queries of over "
                               f"{MAX_BATCH_BASES:,} bases; split the file")
-        codes = encode(letters[:offsets[-1]].tobytes())
         lengths = np.diff(offsets)
-        forward, starts = joined([codes[a:b] for a, b in zip(offsets[:-1], offsets[1:])])
-        yield QueryBatch(batch.names, starts, lengths, forward)
+        # a code 4 between each two queries, so that no match spans two (as joined does)
+        forward = np.insert(codes, offsets[1:-1], N_CODE)
+        yield QueryBatch(batch.names, offsets[:-1] + np.arange(lengths.size), lengths, forward)
 
 
 def reference_codes(ref) -> tuple[np.ndarray, np.ndarray]:
@@ -245,8 +261,10 @@ def reference_codes(ref) -> tuple[np.ndarray, np.ndarray]:
 def find_mems(ref_path: str, query_path: str, min_length: int, forward_coords: bool, output: str | None,
               device_spec: str | None, log: Callable[[str], None], verbose: bool = False) -> None:
     """`marose mems`: writes the matches to output (stdout when None), all or nothing: the text
-    goes to a temporary file that replaces output (or is copied to stdout) once complete."""
+    goes to a temporary file that replaces output (or is copied to stdout) once complete. The
+    reference and the first queries are read while the device opens."""
     from . import known_answer
+    from .cli import _in_background
     from .device import Device
     from .mummer_format import MummerWriter
     from .reference import read_fasta
@@ -256,19 +274,23 @@ def find_mems(ref_path: str, query_path: str, min_length: int, forward_coords: b
         raise MaroseError(f"{output}: cannot write output (no such directory)")
     if query_path != "-" and not os.path.isfile(query_path):
         raise MaroseError(f"{query_path}: no such file")
-    reference = read_fasta(ref_path)
-    ref, ref_starts = reference_codes(reference)
+    reading_reference = _in_background(read_fasta, ref_path)
+    batches = query_batches(query_path)
+    reading_queries = _in_background(next, batches, None)
     device = Device(device_spec, verbose=verbose)
     known_answer.ensure(device, ("mems",), log)
+    reference = reading_reference.result()
+    ref, ref_starts = reference_codes(reference)
     finder = MemFinder(device, ref, params)
+    first = reading_queries.result()
     fd, tmp = _temporary_output(output)
     try:
         with os.fdopen(fd, "wb") as out:
             writer = MummerWriter(out, reference.names, ref_starts, forward_coords)
             n_queries = n_mems = 0
             started = time.time()
-            for batch in query_batches(query_path):
-                forward, reverse = finder.find(batch.forward), finder.find(batch.reverse)
+            for batch in itertools.chain([first] if first else [], batches):
+                forward, reverse = finder.find_strands(batch.forward)
                 writer.write(batch, forward, reverse)
                 n_queries += len(batch.names)
                 n_mems += forward.length.size + reverse.length.size
