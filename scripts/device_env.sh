@@ -5,7 +5,8 @@
 # pyopencl, mmh3 and pysam from the wheels in .whl/ when there are some
 # (../shared/tools/gpu-wheels.sh), NVIDIA's OpenCL registered, the peers unpacked from the
 # .deb files of bench/peers (scripts/fetch_peers.sh) onto PATH, each GENOME's bench/data/GENOME.fa
-# unpacked from bench/gpu/GENOME.fa.gz when missing, and MAROSE_CACHE_DIR (default /tmp/mc).
+# unpacked from bench/gpu/GENOME.fa.gz when missing, MAROSE_CACHE_DIR (default /tmp/mc), and the
+# imported packages byte-compiled (scripts/byte_compile.py).
 if [ -d .whl ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
     export PYTHONPATH=/tmp/site:$PWD
@@ -21,3 +22,4 @@ for g in "$@"; do
     [ -e bench/data/$g.fa ] || gunzip -c bench/gpu/$g.fa.gz > bench/data/$g.fa
 done
 export MAROSE_CACHE_DIR=${MAROSE_CACHE_DIR:-/tmp/mc}
+python3 scripts/byte_compile.py  # as an install leaves them: compiling from source costs each run 0.3 s there
