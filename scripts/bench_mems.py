@@ -21,10 +21,13 @@ Every tool reads plain FASTA (mummer reads no gzip) and writes its matches to a 
 - E-MEM (Debian e-mem, --threads threads): `e-mem -b -n -l L -t N REF QUERY`.
 The wall time is the best of --repeat runs (default 1); the peak memory is GNU time's. The
 matches of every tool are compared with mummer's as sets of (reference, start, start, length)
-under each query header; a difference is printed and makes the exit status 1. mummer takes
+under each query header (sorted by awk and sort, digested by md5sum); a difference is printed
+and makes the exit status 1. mummer takes
 minutes on 30 Mbp genomes, whatever L: --mummer-at L (repeatable) runs it at those lengths only,
 and at the others marose is compared with E-MEM's matches. --fastmap adds `bwa index` and
-`bwa fastmap -l L` (bwa's SMEMs, a subset of the MEMs: timed, counted, not compared).
+`bwa fastmap -l L` (bwa's SMEMs, a subset of the MEMs: timed, counted, not compared); fastmap
+runs one thread, so the queries are cut into --threads parts (whole records, about as many bases
+each, cut before the timing) mapped by as many fastmap processes at once.
 
 --peers-from DIR: mummer and e-mem from DIR's .deb files (scripts/fetch_peers.sh DIR fetches
 them), for a machine without network. --device: marose's OpenCL device (default: a GPU if
@@ -91,27 +94,46 @@ def tool_steps(args, length: int, out: str, peer_query: str) -> dict[str, Step]:
     }
     if args.fastmap:  # SMEMs only: timed beside, not compared
         prefix = os.path.join(args.work, "bwa_ref")
-        steps["bwa fastmap (SMEMs)"] = [Step(["bwa", "index", "-p", prefix, args.ref]),
-                                        Step(["bwa", "fastmap", "-l", str(length), prefix, peer_query],
-                                             stdout=f"{out}.fastmap")]
+        parts = split_query(peer_query, args.threads, args.work)
+        # bwa fastmap runs one thread: a process a part of the queries, each on a core
+        fastmap = " ".join(f"bwa fastmap -l {length} {prefix} {part} > {out}.fastmap.{i} &"
+                           for i, part in enumerate(parts))
+        steps[f"bwa fastmap x {len(parts)} (SMEMs)"] = [
+            Step(["bwa", "index", "-p", prefix, args.ref]),
+            Step(["bash", "-c", f"{fastmap} wait; cat {out}.fastmap.* > {out}.fastmap; rm {out}.fastmap.*"])]
     return steps
 
 
-def matches(path: str) -> dict[str, set]:
-    """The set of match lines, as tuples of fields, under each header (spacing ignored)."""
-    out: dict[str, set] = {}
-    header = ""
-    with open(path) as text:
-        for line in text:
-            fields = line.split()
-            if not fields:
-                continue
-            if fields[0] == ">":
-                header = " ".join(fields)
-                out[header] = set()
-            else:
-                out.setdefault(header, set()).add(tuple(fields))
-    return out
+def split_query(path: str, n: int, work: str) -> list[str]:
+    """path cut into n FASTA files of about as many bases (whole records), or [path] itself when
+    n is 1 or it holds one record."""
+    with open(path, "rb") as handle:
+        records = handle.read().split(b"\n>")
+    if n <= 1 or len(records) < 2:
+        return [path]
+    records = [records[0][1:] if records[0].startswith(b">") else records[0]] + records[1:]
+    parts = [os.path.join(work, f"{os.path.basename(path)}.part{i}") for i in range(n)]
+    load = [0] * n
+    chosen: list[list[bytes]] = [[] for _ in range(n)]
+    for record in records:
+        i = load.index(min(load))
+        chosen[i].append(record)
+        load[i] += len(record)
+    for part, held in zip(parts, chosen):
+        with open(part, "wb") as out:
+            out.write(b"".join(b">" + r.rstrip(b"\n") + b"\n" for r in held))
+    return [p for p, held in zip(parts, chosen) if held]
+
+
+def matches(path: str) -> tuple[int, str]:
+    """The match lines (spacing ignored), each after its query header, sorted: their number and
+    digest, equal for two files that hold the same set of matches under each header. awk and
+    sort do it, as fast as a file of tens of millions of lines needs."""
+    digest = subprocess.run(
+        ["bash", "-c", "awk '{$1=$1} /^>/{h=$0; next} NF{print h \"\\t\" $0}' \"$0\" | "
+         "LC_ALL=C sort -u -S 2G --parallel 8 | tee >(wc -l >&2) | md5sum", path],
+        capture_output=True, text=True, check=True)
+    return int(digest.stderr.split()[0]), digest.stdout.split()[0]
 
 
 def main(argv=None) -> int:
@@ -138,11 +160,11 @@ def main(argv=None) -> int:
         for name, step in steps.items():
             best = min((runner.run(step, log) for _ in range(args.repeat)), key=lambda m: m.wall)
             if name.startswith("bwa"):
-                n = _smems(step[-1].stdout)
+                n = _smems(f"{out}.fastmap")
             else:
                 found = matches(f"{out}.marose" if name == "marose mems" else step[-1].stdout)
                 want = found if want is None else want  # mummer's, else E-MEM's
-                n = sum(map(len, found.values()))
+                n = found[0]
             rows.append((length, name, best.wall, best.peak_mib, n, best.ok))
             print(report_row(rows, rows[-1]), flush=True)
             failed |= not best.ok
