@@ -3,7 +3,6 @@ seed index in tiles, the queries in batches and windows, the command's driver.""
 
 from __future__ import annotations
 
-import itertools
 import os
 import shutil
 import sys
@@ -36,10 +35,11 @@ QUERY_BATCH = 4096  # query sequences read at a time
 MAX_BATCH_BASES = 2**32 - 1  # positions in a batch of queries are uint32 on the device
 NOT_DNA = 0xFF
 # Upper-case letters to codes in one bytes.translate: A, C, G, T to 0..3, the other IUPAC
-# nucleotide letters (U too) to N_CODE, anything else to NOT_DNA.
+# nucleotide letters (U too) and SEPARATOR to N_CODE, anything else to NOT_DNA.
 _QUERY_CODES = bytearray([NOT_DNA]) * 256
 _QUERY_CODES[ord("A")], _QUERY_CODES[ord("C")], _QUERY_CODES[ord("G")], _QUERY_CODES[ord("T")] = range(4)
-for _letter in b"UNRYKMSWBDHV":
+SEPARATOR = b"\n"  # between two queries; never a letter of one
+for _letter in b"UNRYKMSWBDHV" + SEPARATOR:
     _QUERY_CODES[_letter] = N_CODE
 _QUERY_CODES = bytes(_QUERY_CODES)
 
@@ -234,20 +234,38 @@ def query_batches(path: str, batch_size: int = QUERY_BATCH) -> Iterator[QueryBat
     for batch in read_batches(path, batch_size):
         letters, offsets = batch.letters
         offsets = offsets.astype(np.int64)
-        codes = np.frombuffer(letters[:offsets[-1]].tobytes().translate(_QUERY_CODES), np.uint8)
-        if codes.size and codes.max() == NOT_DNA:
-            at = int(np.argmax(codes == NOT_DNA))
-            i = int(np.searchsorted(offsets, at, side="right") - 1)
-            raise MaroseError(f"{'stdin' if path == '-' else path}: query '{batch.names[i]}' holds "
-                              f"{bytes([letters[at]])!r} at position {at - offsets[i] + 1}, which is not a "
-                              "nucleotide letter: give DNA sequences (FASTA or FASTQ)")
         if offsets[-1] + len(offsets) > MAX_BATCH_BASES:
             raise MaroseError(f"{'stdin' if path == '-' else path}: {QUERY_BATCH:,} queries of over "
                               f"{MAX_BATCH_BASES:,} bases; split the file")
         lengths = np.diff(offsets)
-        # a code 4 between each two queries, so that no match spans two (as joined does)
-        forward = np.insert(codes, offsets[1:-1], N_CODE)
-        yield QueryBatch(batch.names, offsets[:-1] + np.arange(lengths.size), lengths, forward)
+        starts = offsets[:-1] + np.arange(lengths.size)
+        # a separator (coded 4) between each two queries, so that no match spans two (as joined does)
+        text = memoryview(letters)
+        bounds = offsets.tolist()
+        forward = np.frombuffer(SEPARATOR.join(text[a:b] for a, b in zip(bounds, bounds[1:])).translate(_QUERY_CODES),
+                                np.uint8)
+        if forward.size and forward.max() == NOT_DNA:
+            at = int(np.argmax(forward == NOT_DNA))
+            i = int(np.searchsorted(starts, at, side="right") - 1)
+            raise MaroseError(f"{'stdin' if path == '-' else path}: query '{batch.names[i]}' holds "
+                              f"{bytes([letters[offsets[i] + at - starts[i]]])!r} at position {at - starts[i] + 1}, "
+                              "which is not a nucleotide letter: give DNA sequences (FASTA or FASTQ)")
+        yield QueryBatch(batch.names, starts, lengths, forward)
+
+
+def read_ahead(items: Iterator) -> Iterator:
+    """The items, each next one read in a thread while the caller works on the one before."""
+    from .cli import _in_background
+
+    pending = _in_background(next, items, None)
+
+    def ahead():
+        nonlocal pending
+        while (item := pending.result()) is not None:
+            pending = _in_background(next, items, None)
+            yield item
+
+    return ahead()
 
 
 def reference_codes(ref) -> tuple[np.ndarray, np.ndarray]:
@@ -275,27 +293,30 @@ def find_mems(ref_path: str, query_path: str, min_length: int, forward_coords: b
     if query_path != "-" and not os.path.isfile(query_path):
         raise MaroseError(f"{query_path}: no such file")
     reading_reference = _in_background(read_fasta, ref_path)
-    batches = query_batches(query_path)
-    reading_queries = _in_background(next, batches, None)
+    batches = read_ahead(query_batches(query_path))
     device = Device(device_spec, verbose=verbose)
     known_answer.ensure(device, ("mems",), log)
     reference = reading_reference.result()
     ref, ref_starts = reference_codes(reference)
     finder = MemFinder(device, ref, params)
-    first = reading_queries.result()
     fd, tmp = _temporary_output(output)
     try:
         with os.fdopen(fd, "wb") as out:
             writer = MummerWriter(out, reference.names, ref_starts, forward_coords)
             n_queries = n_mems = 0
             started = time.time()
-            for batch in itertools.chain([first] if first else [], batches):
+            writing = None  # the previous batch's text, written while the device takes the next
+            for batch in batches:
                 forward, reverse = finder.find_strands(batch.forward)
-                writer.write(batch, forward, reverse)
+                if writing:
+                    writing.result()
+                writing = _in_background(writer.write, batch, forward, reverse)
                 n_queries += len(batch.names)
                 n_mems += forward.length.size + reverse.length.size
                 log(f"{n_queries:,} queries, {n_mems:,} matches of {min_length} bases or more "
                     f"[{time.time() - started:.1f} s]")
+            if writing:
+                writing.result()
         if output:
             os.replace(tmp, output)
         else:

@@ -697,6 +697,8 @@ def _line_bounds(buf: np.ndarray, newlines: np.ndarray) -> tuple[np.ndarray, np.
     return starts, newlines - (buf[newlines - 1] == _CR)
 
 
+LONG_TEXT = 1024  # bytes a text on average from which _gather copies the texts one at a time
+
 def _gather(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """buf[starts[i]:starts[i] + lengths[i]] end to end, and their offsets (n + 1 of them)."""
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
@@ -704,6 +706,11 @@ def _gather(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[n
     if offsets[-1] == 0:
         return buf[:0], offsets
     longest = int(lengths.max())
+    if offsets[-1] >= LONG_TEXT * len(lengths):  # long texts (long reads, contigs): copied one by one
+        out = np.empty(int(offsets[-1]), dtype=buf.dtype)
+        for start, length, at in zip(starts.tolist(), lengths.tolist(), offsets.tolist()):
+            out[at:at + length] = buf[start:start + length]
+        return out, offsets
     if lengths.min() == longest:  # one length: rows of a view of buf's windows of it
         return sliding_window_view(buf, longest)[starts].ravel(), offsets
     # Lengths alike (read names, trimmed reads): rows of the longest, cut to each length by a mask,

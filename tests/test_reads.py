@@ -238,6 +238,17 @@ def test_packed_reads_lie_end_to_end_with_offsets() -> None:
     assert fasta.quals is None and fasta.seqs.tobytes() == b"AC"
 
 
+@pytest.mark.parametrize("low,high", [(8, 8), (30, 50), (1, 200), (2000, 4000)])  # each way _gather has
+def test_gather_takes_each_text_whatever_their_lengths(low: int, high: int) -> None:
+    rng = np.random.default_rng(high)
+    buf = rng.integers(0, 256, 100 * high, dtype=np.uint8)
+    lengths = rng.integers(low, high + 1, 50)
+    starts = rng.integers(0, buf.size - high, 50)
+    texts, offsets = reads._gather(buf, starts, lengths)
+    assert offsets.tolist() == [0, *np.cumsum(lengths).tolist()]
+    assert texts.tobytes() == b"".join(buf[s:s + n].tobytes() for s, n in zip(starts, lengths))
+
+
 def expect_error(path: str, *words: str) -> None:
     with pytest.raises(MaroseError) as caught:
         read_all(path)
