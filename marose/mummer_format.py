@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+
 import numpy as np
 
 FIELD = 8  # mummer prints each number as printf's %8ld
 _SPACE, _NEWLINE, _ZERO = ord(" "), ord("\n"), ord("0")
+PART_LINES = 1 << 18  # lines format_lines_in_parts gives a thread
 
 
 def digit_counts(values: np.ndarray) -> np.ndarray:
@@ -45,6 +50,31 @@ def format_lines(prefixes: list[bytes], prefix_of: np.ndarray,
         at = end + 2
     text[starts[1:] - 1] = _NEWLINE
     return text, starts
+
+
+def format_lines_in_parts(prefixes: list[bytes], prefix_of: np.ndarray,
+                          columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """format_lines, of parts of PART_LINES lines at once in threads (numpy lets them run side by
+    side), joined."""
+    n = len(columns[0])
+    if n <= PART_LINES:
+        return format_lines(prefixes, prefix_of, columns)
+
+    def part(first: int) -> tuple[np.ndarray, np.ndarray]:
+        cut = slice(first, first + PART_LINES)
+        return format_lines(prefixes, prefix_of[cut], [column[cut] for column in columns])
+
+    parts = list(_pool().map(part, range(0, n, PART_LINES)))
+    sizes = np.array([0] + [text.size for text, _ in parts[:-1]], dtype=np.int64)
+    shifts = np.cumsum(sizes)
+    starts = np.concatenate([p_starts[:-1] + shift for (_, p_starts), shift in zip(parts, shifts)]
+                            + [[shifts[-1] + parts[-1][1][-1]]])
+    return np.concatenate([text for text, _ in parts]), starts
+
+
+@lru_cache(maxsize=1)
+def _pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1))
 
 
 def _fixed_lines(prefixes: list[bytes], prefix_of: np.ndarray,
@@ -102,7 +132,10 @@ class MummerWriter:
             at = qry - batch.starts[which] + 1
         contig = np.searchsorted(self.ref_starts, mems.ref, side="right") - 1
         ref_at = mems.ref.astype(np.int64) - self.ref_starts[contig] + 1
-        order = np.lexsort((ref_at, at, which))
-        text, starts = format_lines(self.prefixes, contig[order], [ref_at[order], at[order], mems.length[order]])
+        # by query, query start, reference start: the first two as one place in the batch (below 2^32)
+        key = (batch.starts[which] + at).astype(np.uint64) << np.uint64(32) | ref_at.astype(np.uint64)
+        order = np.argsort(key, kind="stable")
+        text, starts = format_lines_in_parts(self.prefixes, contig[order],
+                                             [ref_at[order], at[order], mems.length[order]])
         bounds = np.searchsorted(which[order], np.arange(len(batch.names) + 1))
         return text, starts, bounds

@@ -270,6 +270,19 @@ def test_bulk_formatting_is_printfs():
     assert format_lines([], which, small)[0].tobytes().decode() == want
 
 
+def test_formatting_in_parts_joins_them_in_order(monkeypatch):
+    from marose import mummer_format
+
+    rng = np.random.default_rng(6)
+    columns = [rng.integers(1, 10**rng.integers(1, 11, 1000), dtype=np.int64) for _ in range(3)]
+    columns[1][500:] %= 10**8  # parts of both kinds: some lines wider than the fields, some not
+    which = rng.integers(0, 2, 1000)
+    whole = mummer_format.format_lines([b" a ", b" b "], which, columns)
+    monkeypatch.setattr(mummer_format, "PART_LINES", 97)
+    parts = mummer_format.format_lines_in_parts([b" a ", b" b "], which, columns)
+    assert parts[0].tobytes() == whole[0].tobytes() and np.array_equal(parts[1], whole[1])
+
+
 @needs_mummer
 def test_mummerplot_reads_the_output_as_mummers(tmp_path):
     """mummerplot (Debian mummer) turns the output into the same plot data as mummer's output."""
