@@ -74,7 +74,14 @@ def format_lines_in_parts(prefixes: list[bytes], prefix_of: np.ndarray,
 
 @lru_cache(maxsize=1)
 def _pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1))
+    return ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 1))
+
+
+@lru_cache(maxsize=1)
+def _strand_pool() -> ThreadPoolExecutor:
+    """The reverse strand's lines are ordered beside the forward strand's (its own thread: the
+    parts of each go to _pool, whose threads must not wait on one another)."""
+    return ThreadPoolExecutor(max_workers=1)
 
 
 def _fixed_lines(prefixes: list[bytes], prefix_of: np.ndarray,
@@ -111,7 +118,8 @@ class MummerWriter:
 
     def write(self, batch, forward, reverse) -> None:
         """The text of a QueryBatch's matches (mems.Mems of each strand)."""
-        strands = [self._lines(batch, forward, False), self._lines(batch, reverse, True)]
+        reverse_lines = _strand_pool().submit(self._lines, batch, reverse, True)
+        strands = [self._lines(batch, forward, False), reverse_lines.result()]
         pieces = []
         for i, name in enumerate(batch.names):
             for (text, starts, bounds), header in zip(strands, (f"> {name}\n", f"> {name} Reverse\n")):
