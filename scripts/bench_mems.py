@@ -130,7 +130,7 @@ def matches(path: str) -> tuple[int, str]:
     digest, equal for two files that hold the same set of matches under each header. awk and
     sort do it, as fast as a file of tens of millions of lines needs."""
     digest = subprocess.run(
-        ["bash", "-c", "awk '{$1=$1} /^>/{h=$0; next} NF{print h \"\\t\" $0}' \"$0\" | "
+        ["bash", "-c", "awk '!NF{next} {$1=$1} /^>/{h=$0; next} {print h \"\\t\" $0}' \"$0\" | "
          "LC_ALL=C sort -u -S 2G --parallel 8 | tee >(wc -l >&2) | md5sum", path],
         capture_output=True, text=True, check=True)
     return int(digest.stderr.split()[0]), digest.stdout.split()[0]
