@@ -30,6 +30,7 @@ FEW_ROWS = 8  # rows whose candidates are checked with each number of neighborho
 WIDE_ROWS = 4096  # rows of that check on PoCL: work-groups of 16 make a grid as wide as a map's
 WIDE_TEXT = 1 << 20  # bytes of the FASTQ check on PoCL: work-groups of 256 a 4 KiB chunk, as wide as a map's
 CHECKED_E = 2  # neighborhood errors checked up to: e = 3 (694 lookups a pattern at ln 6) is seldom chosen
+QMER_CPU_E = 1  # neighborhood errors of the q-mer check on a CPU
 # with the case's 90 bases and k = 3: the alignment programs of 36 to 300 bases with their default k
 READ_LENGTHS = (50, 150, 250, 300)
 READS_A_LENGTH = 3
@@ -225,16 +226,17 @@ def check_filter(device, case: Case) -> bool:
 
 
 def check_qmer_filter(device, case: Case) -> bool:
-    """The first reads' candidates with each number of neighborhood errors up to CHECKED_E, their
-    patterns placed, looked up in q-mer tables built on the device (the segments cut in parts, as
-    in check_filter): the programs of maps with --filter-index qmer, and auto's on a GPU."""
+    """The first reads' candidates with each number of neighborhood errors up to CHECKED_E (on a
+    CPU, where maps take q-mer tables only when asked to, with QMER_CPU_E alone), their patterns
+    placed, looked up in q-mer tables built on the device (the segments cut in parts, as in
+    check_filter): the programs of --filter-index auto's maps on a GPU."""
     from .filter import Layout, Strands
     from .placement import Placement, min_gap
 
     params = case.index.params
     strands = Strands.from_reads(*_batch(case).codes())
     first = (strands.lengths > 0) & (np.arange(strands.n) < FEW_ROWS)
-    for e in range(CHECKED_E + 1):
+    for e in (QMER_CPU_E,) if device.is_cpu else range(CHECKED_E + 1):
         placed = Layout.fixed(strands.n)
         placed.place(first, Placement(3, 1, min_gap(params.mask, params.ln, e), params.width))
         if not _candidates_agree(device, case, strands, first, e, placed, must_place=False, filter_index="qmer"):

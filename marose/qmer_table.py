@@ -101,7 +101,8 @@ def choose(requested: str, params: IndexParams, segments: list[Segment], device:
     total = sum(sizes)
     if total > (memory - index_bytes) // TABLE_SHARE or max(sizes, default=0) > device.device.max_mem_alloc_size:
         return FilterIndex("phf", f"q-mer tables of {total / 2**30:.1f} GiB would take more than a quarter of "
-                                  f"the {(memory - index_bytes) / 2**30:.1f} GiB of device memory the index leaves")
+                                  f"the {(memory - index_bytes) / 2**30:.1f} GiB of device memory the index leaves, "
+                                  "or more than the device's largest buffer")
     return FilterIndex("qmer", f"a GPU, ln <= 8 (exact: the same ranges as the perfect hashes), tables of "
                                f"{total / 2**30:.2f} GiB; {FASTER}")
 
