@@ -12,10 +12,8 @@
  * The index's pattern shape comes at run time as PATTERN_ARGS (span, ln: the seed's span and
  * the neighborhood's length; seed_mask: bit j set where the mask has '#'), and the bits of a
  * genome position as key_bits, so that one program serves every index. Needs murmur3.cl, phf.cl,
- * search.cl, qmer_table.cl and sort.cl. Defines: E (0..3), LOOKUP_BATCH (lookups hashed before
- * their slots are read), WG (work-group size), CAP (local candidates), BIG_RANGE; QMER_TABLE 1:
- * the lookups probe the segment's q-mer table (qmer_table.cl), which FILTER_TABLES adds to its
- * tables, instead of its seeds' perfect hashes. */
+ * search.cl and sort.cl. Defines: E (0..3), LOOKUP_BATCH (lookups hashed before their slots are
+ * read), WG (work-group size), CAP (local candidates), BIG_RANGE. */
 
 #define PATTERN_ARGS uint span, uint ln, uint seed_mask
 #define NO_PATTERN 0xFFFFFFFFu
@@ -101,25 +99,11 @@ inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __
     }
 }
 
-/* The tables a lookup takes, and what it needs of a pattern's seed: the seed itself (q-mer table)
- * or its perfect hash. */
-#if QMER_TABLE
-#define FILTER_TABLES SEGMENT_TABLES, __global const uint4 *qmer_slots, uint qmer_bits
-typedef uint seed_lookup_t;
-#define SEED_LOOKUP_(seed) (seed)
-#define FIND_BATCH_(h, keys, n, found) qmer_find_batch(h, ln, keys, n, found, qmer_slots, qmer_bits, position_base)
-#else
-#define FILTER_TABLES SEGMENT_TABLES
-typedef seed_hash_t seed_lookup_t;
-#define SEED_LOOKUP_(seed) seed_hash((seed) - seed_lo, hash_seed, vertex_offset)
-#define FIND_BATCH_(h, keys, n, found) find_batch(h, keys, n, found, g, slot_key, slot_start, position_base)
-#endif
-
 /* Calls VISIT(range) for the position range of every neighborhood of pattern p, LOOKUP_BATCH
  * lookups at a time. */
 #define FOR_EACH_NEIGHBOR(p, VISIT)                                                         \
     do {                                                                                    \
-        seed_lookup_t h_ = SEED_LOOKUP_(p.seed);                                            \
+        seed_hash_t h_ = seed_hash(p.seed - seed_lo, hash_seed, vertex_offset);             \
         uint keys_[LOOKUP_BATCH] = {0}, n_ = 0;                                             \
         uint2 found_[LOOKUP_BATCH];                                                         \
         FOR_EACH_NEIGHBOR_KEY(p.key, QUEUE_KEY_, VISIT);                                    \
@@ -133,7 +117,7 @@ typedef seed_hash_t seed_lookup_t;
     } while (0)
 #define FLUSH_KEYS_(VISIT)                                                                  \
     do {                                                                                    \
-        FIND_BATCH_(h_, keys_, n_, found_);                                                 \
+        find_batch(h_, keys_, n_, found_, g, slot_key, slot_start, position_base);          \
         for (uint j_ = 0; j_ < n_; ++j_)                                                    \
             VISIT(found_[j_]);                                                              \
         n_ = 0;                                                                             \
@@ -146,7 +130,7 @@ typedef seed_hash_t seed_lookup_t;
  * look them up again. A work-group per row of row_list. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void filter_count(PATTERN_ARGS, uint saved_max, __global const uchar *reads, __global const uint *read_offset,
-                  __global const uint *pattern_offset, FILTER_TABLES, __global const uint *row_list,
+                  __global const uint *pattern_offset, SEGMENT_TABLES, __global const uint *row_list,
                   __global const uint *pattern_base, __global uint *item_count, __global uint *read_count,
                   __global uint2 *saved, __global uint *n_found)
 {
@@ -197,7 +181,7 @@ inline uint read_start(uint q, uint o, __global const uint *contig_start, uint n
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void filter_emit(PATTERN_ARGS, uint saved_max, uint key_bits, __global const uchar *reads,
-                 __global const uint *read_offset, __global const uint *pattern_offset, FILTER_TABLES,
+                 __global const uint *read_offset, __global const uint *pattern_offset, SEGMENT_TABLES,
                  __global const uint *pattern_base, __global const uint2 *saved,
                  __global const uint *n_found, __global const uint *positions, __global const uint *contig_start, uint n_contigs,
                  __global const uint *item_count, __global const uint *out_offset,

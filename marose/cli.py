@@ -27,12 +27,6 @@ DEVICES_HELP = ("OpenCL device, as 'P:D' (see `marose devices`) or part of its n
                 "(0:0,0:1), each holding a copy of the index and mapping its share of the batches; or 'all', every "
                 "device of the default device's platform and kind; PYOPENCL_CTX is honoured; default: every GPU "
                 "of the platform, else the CPU device")
-FILTER_INDEXES = ("auto", "phf", "qmer")  # qmer_table.FILTER_INDEXES, without importing numpy for --help
-FILTER_INDEX_HELP = ("what the filter looks its patterns up in: phf, the index's perfect hashes; qmer, a q-mer hash "
-                     "table built on the device at start from the same tables (exact, the same output, for indexes "
-                     "of --ln 8 or less); auto (default): qmer on a GPU when the index stays on the device and the "
-                     "tables take at most a quarter of the device memory it leaves (of --max-device-memory when "
-                     "given), else phf. --explain says which and why")
 MAX_DEVICE_MEMORY_HELP = ("device memory the index's tables may take, e.g. 20G (default 60%% of the device's); a "
                           "larger index is cut into seed ranges, uploaded in turn for each batch, and each lookup "
                           "still goes to one of them")
@@ -75,7 +69,6 @@ def _map_parser(sub) -> None:
     p.add_argument("--batch-size", type=int,
                    help=f"reads per batch (default {GPU_BATCH:,} on a GPU, {CPU_BATCH:,} on a CPU), or pairs "
                         "(default half as many); output does not depend on it")
-    p.add_argument("--filter-index", choices=FILTER_INDEXES, default="auto", help=FILTER_INDEX_HELP)
     p.add_argument("--explain", action="store_true",
                    help="print the filter parameters, their sensitivity guarantee and expected work")
     p.add_argument("--stats", metavar="FILE", help="write counts and seconds per stage as JSON to FILE")
@@ -111,7 +104,6 @@ def _serve_parser(sub) -> None:
                                                        "it has removed it")
     p.add_argument("--device", help=DEVICES_HELP)
     p.add_argument("--max-device-memory", metavar="SIZE", help=MAX_DEVICE_MEMORY_HELP)
-    p.add_argument("--filter-index", choices=FILTER_INDEXES, default="auto", help=FILTER_INDEX_HELP)
     p.add_argument("-t", "--threads", type=int, help="CPU threads for the CPU OpenCL runtime (default: all)")
     p.add_argument("-q", "--quiet", action="store_true", help="no messages but errors")
     p.add_argument("-v", "--verbose", action="store_true",
@@ -215,8 +207,7 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     loading = _in_background(store.load, path, False)
     batches, bytes_read, layout = open_reads(args, lambda: default_batch_size(session.device))
     reading = _in_background(next, batches)
-    session = open_session(loading, args.device, bool(args.stats), args.verbose, log, device_memory(args),
-                           args.filter_index)
+    session = open_session(loading, args.device, bool(args.stats), args.verbose, log, device_memory(args))
     map_reads(session, args, reading.result(), batches, bytes_read, open_output, command_line, log, setup_started,
               layout)
     if exit_when_done:
@@ -315,13 +306,11 @@ def _in_background(function, *args) -> Future:
     return future
 
 
-def write_stats(path: str, stats, elapsed: float, setup: float, devices: list, where: str | None = None,
-                filter_index: dict | None = None) -> None:
+def write_stats(path: str, stats, elapsed: float, setup: float, devices: list, where: str | None = None) -> None:
     """Counts and seconds as JSON: total is the mapping (kernels are built, or taken from the
     cache, at first use within it), setup what came before it (imports, index load, devices,
-    index upload, q-mer tables built); kernel seconds summed over the devices. where: what mapped,
-    when not devices of this process (their names). filter_index: which the filter used, and the
-    seconds its tables took to build (session.filter_index_stats)."""
+    index upload); kernel seconds summed over the devices. where: what mapped, when not devices
+    of this process (their names)."""
     import json
 
     kernel_seconds: dict[str, float] = {}
@@ -335,7 +324,7 @@ def write_stats(path: str, stats, elapsed: float, setup: float, devices: list, w
               "cells": stats.cells,
               "too_short": stats.too_short, "too_many_n": stats.too_many_n,
               "seconds": {"total": elapsed, "setup": setup, **stats.seconds}, "cpu_seconds": stats.cpu_seconds,
-              "kernel_seconds": kernel_seconds, **({"filter_index": filter_index} if filter_index else {}),
+              "kernel_seconds": kernel_seconds,
               "device": where or ", ".join(device.device.name.strip() for device in devices)}
     with open(path, "w") as handle:
         json.dump(record, handle, indent=1)
@@ -351,7 +340,7 @@ def explain(mapper, read_length: int) -> str:
     from .sensitivity import count_missed
 
     chosen = mapper.choice(read_length)
-    text = chosen.explain() + "\n" + mapper.on_device.filter_index.explain()
+    text = chosen.explain()
     measured = expected_candidates(mapper.index, chosen)
     if measured:
         fixed, placed, share, n = measured

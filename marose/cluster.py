@@ -108,9 +108,9 @@ def _worker_options(args, k: int) -> dict:
 
     from .sam_file import is_bam_path
 
-    return {"device": args.device, "max_device_bytes": device_memory(args), "filter_index": args.filter_index,
-            "threads": args.threads, "verbose": args.verbose, "max_errors": k, "max_hits": args.max_hits,
-            "xa": args.xa, "read_group": args.read_group, "bam": is_bam_path(args.output)}
+    return {"device": args.device, "max_device_bytes": device_memory(args), "threads": args.threads,
+            "verbose": args.verbose, "max_errors": k, "max_hits": args.max_hits, "xa": args.xa,
+            "read_group": args.read_group, "bam": is_bam_path(args.output)}
 
 
 def _written(results, out, progress):
@@ -248,8 +248,7 @@ def _session(index_path: str, fingerprint: str, options: dict):
     from .cli import _in_background, use_cpu_threads
     from .session import open_session
 
-    key = (index_path, fingerprint, options["device"], options["max_device_bytes"], options["filter_index"],
-           options["threads"])
+    key = (index_path, fingerprint, options["device"], options["max_device_bytes"], options["threads"])
     if key not in _resident:
         _resident.clear()
         _found_index(index_path)
@@ -259,7 +258,7 @@ def _session(index_path: str, fingerprint: str, options: dict):
         use_cpu_threads(options["threads"])
         loading = _in_background(store.load, index_path, False)
         _resident[key] = open_session(loading, options["device"], False, options["verbose"], _worker_log,
-                                      options["max_device_bytes"], options["filter_index"])
+                                      options["max_device_bytes"])
     return _resident[key]
 
 

@@ -365,11 +365,6 @@ class Device:
         with self.calls:
             return self._pool.allocate(max(int(nbytes), 1))
 
-    def finish(self) -> None:
-        """Waits until every command queued is done."""
-        with self.calls:
-            self.queue.finish()
-
     def recover(self) -> None:
         """After a batch failed for want of memory: once the queue is done, drops the buffers
         kept for its commands and gives the memory the pool holds back to the driver, for

@@ -18,8 +18,7 @@ from .regions import leading_entries, region_offsets
 from .row_sort import TILE, sort_long_rows
 from .sensitivity import neighborhood_size
 
-PROGRAM = ("murmur3.cl", "phf.cl", "search.cl", "qmer_table.cl", "scan.cl", "sort.cl", "filter.cl",
-           "placement.cl")
+PROGRAM = ("murmur3.cl", "phf.cl", "search.cl", "scan.cl", "sort.cl", "filter.cl", "placement.cl")
 GPU_WORK_GROUP = 64
 CPU_WORK_GROUP = 16  # a CPU runs a work-group's items in turn, and each barrier costs it a pass over them
 MAX_LOCAL_CANDIDATES = 4096
@@ -143,12 +142,11 @@ class Filter:
     (lookups_at_once: the kernels' lookup batch, default lookup_batch(device); wg: their
     work-group size, default work_group(device); capacity: the candidates a row may have to be
     sorted in local memory, default local_capacity). Position ranges longer than wg, in rows
-    sorted in global memory, are written by a work-group each. qmer_table: the filter looks
-    patterns up in the segments' q-mer tables (DeviceSegment.qmer), not their perfect hashes."""
+    sorted in global memory, are written by a work-group each."""
 
     def __init__(self, device: Device, params: IndexParams, e: int, genome_length: int,
                  contig_offsets: np.ndarray, lookups_at_once: int | None = None, wg: int | None = None,
-                 capacity: int | None = None, qmer_table: bool = False):
+                 capacity: int | None = None):
         self.device = device
         self.wg = wg or work_group(device)
         self.capacity = capacity or local_capacity(device, self.wg)
@@ -161,8 +159,6 @@ class Filter:
         self.min_gap = min_gap(params.mask, params.ln, e)
         defines = {"E": e, "LOOKUP_BATCH": lookups_at_once or lookup_batch(device), "WG": self.wg,
                    "CAP": self.capacity, "BIG_RANGE": self.wg, "SEED_SHARE": SEED_SHARE, "COST_CAP": f"{COST_CAP}u"}
-        if qmer_table:
-            defines["QMER_TABLE"] = 1
         self.fixed_kernel = device.kernel(PROGRAM, "fixed_offsets", defines)
         self.cost_kernel = device.kernel(PROGRAM, "pattern_costs", defines)
         self.place_kernel = device.kernel(PROGRAM, "place_patterns", defines)
@@ -255,7 +251,7 @@ class Filter:
                           d.empty(8 * self.saved * n_patterns), d.empty(4 * n_patterns), n)
         if n_rows:
             d.launch(self.count_kernel, (n_rows * self.wg,), (self.wg,), *self.shape, np.uint32(self.saved),
-                     *reads.buffers, *seg.filter_tables, rows, reads.pattern_base, into.item_count, into.read_count,
+                     *reads.buffers, *seg.tables, rows, reads.pattern_base, into.item_count, into.read_count,
                      into.saved, into.n_found)
         return into
 
@@ -277,9 +273,8 @@ class Filter:
         most_big = int(counts[counts > self.capacity].sum()) // (wg + 1)  # long ranges there can be
         big_ranges, listed = d.empty(16 * most_big), d.zeros(4)
         d.launch(self.emit_kernel, global_size, (wg,), *self.shape, np.uint32(self.saved), np.uint32(self.key_bits),
-                 *reads.buffers, *seg.filter_tables, reads.pattern_base, saved, n_found, seg.positions,
-                 self.contig_start, self.n_contigs, item_count, offsets_on_device, candidates, out_count, big_ranges,
-                 listed)
+                 *reads.buffers, *seg.tables, reads.pattern_base, saved, n_found, seg.positions, self.contig_start,
+                 self.n_contigs, item_count, offsets_on_device, candidates, out_count, big_ranges, listed)
         # launched when there is nothing to expand too, so that every filter check builds it
         d.launch(self.expand_kernel, (max(1, most_big) * wg,), (wg,), big_ranges, listed, seg.positions,
                  self.contig_start, self.n_contigs, candidates)

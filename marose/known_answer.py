@@ -30,7 +30,6 @@ FEW_ROWS = 8  # rows whose candidates are checked with each number of neighborho
 WIDE_ROWS = 4096  # rows of that check on PoCL: work-groups of 16 make a grid as wide as a map's
 WIDE_TEXT = 1 << 20  # bytes of the FASTQ check on PoCL: work-groups of 256 a 4 KiB chunk, as wide as a map's
 CHECKED_E = 2  # neighborhood errors checked up to: e = 3 (694 lookups a pattern at ln 6) is seldom chosen
-QMER_CPU_E = 1  # neighborhood errors of the q-mer check on a CPU
 # with the case's 90 bases and k = 3: the alignment programs of 36 to 300 bases with their default k
 READ_LENGTHS = (50, 150, 250, 300)
 READS_A_LENGTH = 3
@@ -225,25 +224,6 @@ def check_filter(device, case: Case) -> bool:
     return True
 
 
-def check_qmer_filter(device, case: Case) -> bool:
-    """The first reads' candidates with each number of neighborhood errors up to CHECKED_E (on a
-    CPU, where maps take q-mer tables only when asked to, with QMER_CPU_E alone), their patterns
-    placed, looked up in q-mer tables built on the device (the segments cut in parts, as in
-    check_filter): the programs of --filter-index auto's maps on a GPU."""
-    from .filter import Layout, Strands
-    from .placement import Placement, min_gap
-
-    params = case.index.params
-    strands = Strands.from_reads(*_batch(case).codes())
-    first = (strands.lengths > 0) & (np.arange(strands.n) < FEW_ROWS)
-    for e in (QMER_CPU_E,) if device.is_cpu else range(CHECKED_E + 1):
-        placed = Layout.fixed(strands.n)
-        placed.place(first, Placement(3, 1, min_gap(params.mask, params.ln, e), params.width))
-        if not _candidates_agree(device, case, strands, first, e, placed, must_place=False, filter_index="qmer"):
-            return False
-    return True
-
-
 def _with_empty_rows(strands, n: int):
     """The strands, then empty rows up to n in all: a batch as wide as a map's."""
     from .dna import N_CODE
@@ -280,19 +260,18 @@ def check_row_sort(device, case: Case) -> bool:
 
 
 def _candidates_agree(device, case: Case, strands, rows: np.ndarray, e: int, layout,
-                      capacity: int | None = None, must_place: bool = True, filter_index: str = "phf") -> bool:
-    """Whether the filter's pattern offsets and candidates of the rows, looked up in filter_index,
-    equal its twin's (and, when must_place, some rows were placed)."""
+                      capacity: int | None = None, must_place: bool = True) -> bool:
+    """Whether the filter's pattern offsets and candidates of the rows equal its twin's (and, when
+    must_place, some rows were placed)."""
     from .filter import Filter
     from .filter_twin import layout_offsets, reference_filter
     from .lookup import DeviceIndex
 
     ref, params = case.index.reference, case.index.params
+    filt = Filter(device, params, e, ref.total_length, ref.offsets, capacity=capacity)
     # the segments cut into parts of a third of their size, as a device too small for them has them
     third = sum(s.nbytes() for s in case.index.segments) // 3
-    on_device_index = DeviceIndex(case.index, device, third, filter_index)
-    filt = Filter(device, params, e, ref.total_length, ref.offsets, capacity=capacity,
-                  qmer_table=on_device_index.filter_index.qmer)
+    on_device_index = DeviceIndex(case.index, device, third)
     got, filtered = filt.run(strands, layout, list(on_device_index.segments()), rows)
     want_offsets = layout_offsets(case.index.segments, params, strands, e, layout, rows)
     if not all(np.array_equal(g, w) for g, w in zip(filt.offsets(filtered.reads), want_offsets)):
@@ -550,8 +529,6 @@ MAP_CHECKS = [
     ("both_strands (reverse complements)", check_strands),
     ("fixed_offsets, pattern_costs, place_patterns, filter_count, filter_emit, expand_ranges and the row sorts "
      "(the filter's pattern offsets and candidates)", check_filter),
-    ("qmer_clear, qmer_insert, filter_count, filter_emit with q-mer tables (the filter's candidates)",
-     check_qmer_filter),
     ("sort_chunks, merge_tiles, count_unique, scan_unique, write_unique (long rows)", check_row_sort),
     ("prefilter, gather_kept, row_loci, merge_runs, row_counts, best_loci, place_loci (loci within k edits)",
      check_loci),

@@ -3,7 +3,6 @@ patterns (cl/lookup.cl)."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -11,7 +10,6 @@ import numpy as np
 from indexer.build import Segment
 from indexer.store import Index
 
-from . import qmer_table
 from .device import PLAIN, Device, groups
 from .reference import Reference
 
@@ -32,7 +30,6 @@ class DeviceSegment:
     slot_key: object
     slot_start: object
     positions: object
-    qmer: qmer_table.QmerTable | None = None  # its q-mer table, where the filter looks patterns up in one
 
     @property
     def tables(self) -> tuple:
@@ -40,12 +37,6 @@ class DeviceSegment:
         s = self.segment
         return (self.hash_seed, self.vertex_offset, self.g, self.slot_key, self.slot_start, np.uint32(s.seed_lo),
                 np.uint32(s.n_seeds), np.uint32(s.position_base))
-
-    @property
-    def filter_tables(self) -> tuple:
-        """What the filter's lookups need (FILTER_TABLES in cl/filter.cl): the tables, and the
-        q-mer table where there is one."""
-        return self.tables + (self.qmer.args if self.qmer else ())
 
 
 @dataclass
@@ -75,19 +66,14 @@ def device_genome(device: Device, codes, iupac: np.ndarray) -> DeviceGenome:
 class DeviceIndex:
     """An index on a device: its genome and contig starts, and its segments, kept there when
     they fit in max_bytes (default: RESIDENT_FRACTION of the device's memory), or else cut into
-    parts of up to max_bytes, seed ranges uploaded in turn; each with the q-mer table of the filter
-    index that filter_index asks for (qmer_table.choose: 'auto', 'phf' or 'qmer'), built on the
-    device (in table_seconds)."""
+    parts of up to max_bytes, seed ranges uploaded in turn."""
 
-    def __init__(self, index: Index, device: Device, max_bytes: int | None = None, filter_index: str = "phf"):
+    def __init__(self, index: Index, device: Device, max_bytes: int | None = None):
         self.index = index
         self.device = device
         reference = index.reference
         budget = max_bytes or int(RESIDENT_FRACTION * device.device.global_mem_size)
-        index_bytes = sum(s.nbytes() for s in index.segments)
-        self.resident = index_bytes <= budget
-        self.filter_index = qmer_table.choose(filter_index, index.params, index.segments, device, self.resident,
-                                              max_bytes or device.device.global_mem_size, index_bytes)
+        self.resident = sum(s.nbytes() for s in index.segments) <= budget
         self.parts = list(index.segments) if self.resident else [
             part for s in index.segments for part in device_parts(s, budget)]
         tables = [[np.asarray(getattr(s, name)) for name in TABLES] for s in self.parts]
@@ -97,15 +83,6 @@ class DeviceIndex:
         self.contig_start = device.to_device(reference.offsets.astype(np.uint32))
         self._segments = [DeviceSegment(s, *resident[i * len(TABLES):(i + 1) * len(TABLES)])
                           for i, s in enumerate(self.parts)] if self.resident else None
-        self.table_seconds = 0.0
-        if self.resident and self.filter_index.qmer:
-            qmer_table.prepare(device)
-            device.finish()
-            started = time.perf_counter()
-            for seg in self._segments:
-                self.with_table(seg)
-            device.finish()
-            self.table_seconds = time.perf_counter() - started
 
     def segments(self):
         """The segments on the device: kept resident, or parts uploaded one at a time."""
@@ -113,13 +90,7 @@ class DeviceIndex:
             yield from self._segments
         else:
             for part in self.parts:
-                yield self.with_table(upload(self.device, part))
-
-    def with_table(self, seg: DeviceSegment) -> DeviceSegment:
-        """The segment, with its q-mer table built where the filter looks patterns up in one."""
-        if self.filter_index.qmer:
-            seg.qmer = qmer_table.build(self.device, seg, self.index.params.ln)
-        return seg
+                yield upload(self.device, part)
 
 
 CUT_CANDIDATES = 1 << 16  # seeds where device_parts may cut a segment, evenly spaced

@@ -159,7 +159,7 @@ class Mapper:
     def filter(self, e: int) -> Filter:
         if e not in self.filters:
             self.filters[e] = Filter(self.device, self.index.params, e, self.index.reference.total_length,
-                                     self.contig_offsets, qmer_table=self.on_device.filter_index.qmer)
+                                     self.contig_offsets)
         return self.filters[e]
 
     def map_batch(self, batch: ReadBatch) -> tuple[Hits | extend.DeviceHits, np.ndarray]:

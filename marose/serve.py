@@ -70,7 +70,7 @@ def run_serve(args, log) -> None:
     _check_free(path)
     use_cpu_threads(args.threads)
     session = open_session(_in_background(store.load, index_path, False), args.device, False, args.verbose, log,
-                           device_memory(args), args.filter_index)
+                           device_memory(args))
     session.checked.result()
     started = time.time()
     warm_up(session)
@@ -205,11 +205,6 @@ def _map_args(session, request: dict, stdin: _Stdin | None) -> argparse.Namespac
     if args.max_device_memory:
         raise MaroseError("--max-device-memory: the server's index is on its device already; give it to "
                           "`marose serve` instead")
-    served_index = session.on_device.filter_index.name
-    if args.filter_index not in ("auto", served_index):
-        raise MaroseError(f"--filter-index {args.filter_index}: the server's filter looks patterns up in "
-                          f"{served_index}, chosen when it started; leave --filter-index out, or give it to "
-                          "`marose serve`")
     served = os.path.realpath(session.index.path)
     if request.get("index") and request["index"] != served:
         raise MaroseError(f"-x: the server at {args.server} serves {served}, not {request['index']}; leave -x out, "

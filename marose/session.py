@@ -37,12 +37,11 @@ class Session:
 
 
 def open_session(loading: Future, device_spec: str | None, profile: bool, verbose: bool, log,
-                 max_device_bytes: int | None = None, filter_index: str = "auto") -> Session:
+                 max_device_bytes: int | None = None) -> Session:
     """Opens the devices of device_spec (device.choose_devices: by default every GPU of the
     platform) in this thread, checks each on the known case and uploads to each the index that
-    loading gives (store.load, run in the background meanwhile), within max_device_bytes, with
-    the tables of the filter index that filter_index asks for (lookup.DeviceIndex); the checksums
-    are checked in the background while the session maps."""
+    loading gives (store.load, run in the background meanwhile), within max_device_bytes
+    (lookup.DeviceIndex); the checksums are checked in the background while the session maps."""
     from indexer import store
 
     from . import known_answer
@@ -56,7 +55,7 @@ def open_session(loading: Future, device_spec: str | None, profile: bool, verbos
         known_answer.ensure(devices[-1], ("map",), log)
     index = loading.result()
     checked = _in_background(store.check_checksums, index)
-    copies = [DeviceIndex(index, device, max_device_bytes, filter_index) for device in devices]
+    copies = [DeviceIndex(index, device, max_device_bytes) for device in devices]
     return Session(index, devices[0], copies[0], checked, copies)
 
 
@@ -72,13 +71,6 @@ def lane_mappers(session: Session, mapper) -> list:
         per_device.append([first] + [first.on_lane(copy.device.mapping_lane())
                                      for _ in range(mapping_lanes(copy.device, copy) - 1)])
     return [lane for turn in itertools.zip_longest(*per_device) for lane in turn if lane is not None]
-
-
-def filter_index_stats(session: Session) -> dict:
-    """Which index the filter looks patterns up in, and the seconds its tables took to build on
-    the session's devices (summed), for --stats."""
-    return {"name": session.on_device.filter_index.name,
-            "table_seconds": sum(copy.table_seconds for copy in session.copies)}
 
 
 def describe_devices(session: Session) -> str:
@@ -228,8 +220,7 @@ def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open
     summary(stats, elapsed, log)
     layout.report(elapsed, log)
     if args.stats:
-        write_stats(args.stats, stats, elapsed, started - setup_started, [c.device for c in session.copies],
-                    filter_index=filter_index_stats(session))
+        write_stats(args.stats, stats, elapsed, started - setup_started, [c.device for c in session.copies])
     return stats
 
 

@@ -115,8 +115,7 @@ def test_an_index_missing_on_the_workers_is_a_clear_error(scheduler, tmp_path, c
 def test_a_worker_with_another_index_at_the_path_refuses_it(lambda_index):
     chunk = cluster.Chunk.of(next(read_batches(READS, 10)))
     with pytest.raises(MaroseError, match="another index than the one the first worker read"):
-        options = {"device": None, "max_device_bytes": None, "filter_index": "auto", "threads": None}
-        cluster.map_chunk(lambda_index, "0" * 64, options, chunk)
+        cluster.map_chunk(lambda_index, "0" * 64, {"device": None, "max_device_bytes": None, "threads": None}, chunk)
 
 
 @needs_dask

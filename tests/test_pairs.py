@@ -288,22 +288,20 @@ def test_mate_fields_agree_with_samtools_fixmate_and_flagstat_with_the_oracle(la
 
 def test_output_is_identical_across_batch_sizes_lanes_and_xa(lambda_pairs, tmp_path, monkeypatch):
     """The insert size comes from the first LEARN_PAIRS pairs whatever the batches; batches after
-    them are mapped in the lanes; the filter's lookups in q-mer tables find what the perfect hashes
-    do."""
+    them are mapped in the lanes."""
     fasta, index, ref, first, second, fq1, fq2 = lambda_pairs
     monkeypatch.setattr(pairs, "LEARN_PAIRS", 50)
     outputs = {}
-    for lanes, batch, xa, looked_up in [(1, 1000, False, "phf"), (1, 7, False, "phf"), (3, 1, False, "phf"),
-                                        (3, 13, False, "qmer"), (1, 1000, True, "phf"), (3, 5, True, "qmer")]:
+    for lanes, batch, xa in [(1, 1000, False), (1, 7, False), (3, 1, False), (3, 13, False), (1, 1000, True),
+                             (3, 5, True)]:
         monkeypatch.setattr(cli, "mapping_lanes", lambda device, on_device: lanes)
         out = tmp_path / f"o{lanes}_{batch}_{xa}.sam"
-        assert run_map("-x", index, fq1, fq2, "-o", out, "-k", K, "--batch-size", batch, *(["--xa"] if xa else []),
-                       "--filter-index", looked_up) == 0
+        assert run_map("-x", index, fq1, fq2, "-o", out, "-k", K, "--batch-size", batch, *(["--xa"] if xa else [])) == 0
         outputs.setdefault(xa, []).append([line for line in open(out) if not line.startswith("@PG")])
     segmented = tmp_path / "segmented"
     assert index_cli.main([fasta, "-q", "-o", str(segmented), "--segment-size", "9000"]) == 0
     out = tmp_path / "segmented.sam"
-    assert run_map("-x", segmented, fq1, fq2, "-o", out, "-k", K, "--batch-size", 9, "--filter-index", "qmer") == 0
+    assert run_map("-x", segmented, fq1, fq2, "-o", out, "-k", K, "--batch-size", 9) == 0
     outputs[False].append([line for line in open(out) if not line.startswith("@PG")])
     for runs in outputs.values():
         assert all(run == runs[0] for run in runs[1:]) and len(runs[0]) > 240

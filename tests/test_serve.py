@@ -313,8 +313,4 @@ def test_options_that_need_another_index_or_device_are_refused(lambda_index, ser
     assert index_cli.main([str(other), "-q"]) == 0
     assert cli.main(["map", "--server", served.path, "-x", str(other), READS, "-o", str(tmp_path / "b.sam")]) == 1
     assert f"not {os.path.realpath(str(other) + '.marose')}" in capsys.readouterr().err
-    # the CPU server's filter takes the perfect hashes (--filter-index auto)
-    assert cli.main(["map", "--server", served.path, READS, "--filter-index", "qmer",
-                     "-o", str(tmp_path / "c.sam")]) == 1
-    assert "--filter-index qmer: the server's filter looks patterns up in phf" in capsys.readouterr().err
     assert not list(tmp_path.glob("*.sam"))
