@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Whole `marose map` runs to SAM and to BAM in turn, and BAM's seconds against SAM's.
 
-    scripts/bench_bam.py -x GENOME.fa READS.fq [--rounds 3] [--levels 6,1] [-- MAP OPTIONS]
+    scripts/bench_bam.py -x GENOME.fa READS.fq [--rounds 3] [--deflate zlib:6,isal:2] [-- MAP OPTIONS]
 
 Each round runs `marose map -q -x GENOME READS -o OUT.sam`, then the same to OUT.bam once for
-each deflate level of --levels (6, zlib's default, is marose's; others set marose.bgzf.LEVEL for
-that run), with the options after `--` (-k 5, -t 16, --xa). The commands take turns so that a
+each compressor and level of --deflate (zlib, or ISA-L's from the isal package; each run sets
+marose.bgzf's compressor and LEVEL), with the options after `--` (-k 5, -t 16, --xa). The commands take turns so that a
 machine's drift touches all of them alike. Prints each run's seconds and BAM ÷ SAM, then each
 BAM's size, after checking that `samtools view` (pysam) of it gives the SAM's records and header
 (the @PG line aside, which names the command).
@@ -22,7 +22,9 @@ import sys
 import tempfile
 import time
 
-MAP = "import sys, marose.bgzf; marose.bgzf.LEVEL = int(sys.argv.pop(1)); from marose.cli import entry; entry()"
+MAP = ("import importlib, sys, marose.bgzf as b; name, level = sys.argv.pop(1).split(':'); "
+       "b.deflate = importlib.import_module('isal.isal_zlib' if name == 'isal' else 'zlib'); b.LEVEL = int(level); "
+       "from marose.cli import entry; entry()")
 
 
 def timed(command: list[str], output: str) -> float:
@@ -42,16 +44,18 @@ def main() -> None:
     parser.add_argument("-x", dest="genome", required=True)
     parser.add_argument("reads")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--levels", default="6", help="deflate levels of the BAM runs, comma-separated")
+    parser.add_argument("--deflate", default="zlib:6,isal:2",
+                        help="compressor:level of each BAM run, comma-separated (zlib, isal)")
     parser.add_argument("--dir", default=tempfile.gettempdir(), help="where the outputs go")
     argv = sys.argv[1:]
     split = argv.index("--") if "--" in argv else len(argv)
     args, options = parser.parse_args(argv[:split]), argv[split + 1:]  # after --: more `marose map` options
-    levels = [int(level) for level in args.levels.split(",")]
+    levels = args.deflate.split(",")
     base = [sys.executable, "-m", "marose.cli", "map", "-q", "-x", args.genome, args.reads, *options]
     runs = [("sam", base + ["-o", os.path.join(args.dir, "bench_bam.sam")])]
-    runs += [(f"bam level {level}", [sys.executable, "-c", MAP, str(level), "map", *base[4:],
-                                    "-o", os.path.join(args.dir, f"bench_bam_{level}.bam")]) for level in levels]
+    runs += [(f"bam {level}", [sys.executable, "-c", MAP, level, "map", *base[4:],
+                               "-o", os.path.join(args.dir, f"bench_bam_{level.replace(':', '')}.bam")])
+             for level in levels]
     for label, command in runs:
         print(f"{label}: {' '.join(command)}")
     for number in range(1, args.rounds + 1):

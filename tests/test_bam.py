@@ -77,12 +77,22 @@ def blocks(data: bytes) -> list[bytes]:
     return found
 
 
+def compressors() -> list:
+    """zlib, and ISA-L's deflate where the isal extra is installed (bgzf's default then)."""
+    try:
+        from isal import isal_zlib
+    except ImportError:
+        return [(zlib, 6)]
+    return [(zlib, 6), (isal_zlib, 2)]
+
+
 @pytest.mark.parametrize("threads", [1, 3])
-def test_bgzf_blocks_hold_the_data_in_order(tmp_path: Path, threads: int) -> None:
+@pytest.mark.parametrize("using,level", compressors())
+def test_bgzf_blocks_hold_the_data_in_order(tmp_path: Path, threads: int, using, level: int) -> None:
     data = bytes(range(256)) * 2000 + b"\x00" * 300000  # 812,000 bytes: 13 blocks, the last partial
     path = tmp_path / "x.gz"
     with open(path, "wb") as file:
-        writer = BgzfWriter(file, threads)
+        writer = BgzfWriter(file, threads, level, using)
         for at in range(0, len(data), 70001):  # pieces that straddle blocks
             writer.write(memoryview(data)[at:at + 70001])
         writer.close()
