@@ -21,6 +21,8 @@ except ImportError:
     deflate = zlib
 
 BLOCK_INPUT = 0xFF00  # uncompressed bytes a block holds at most, as htslib fills them
+TASK_BLOCKS = 16  # blocks a thread compresses at a time
+TASK_INPUT = TASK_BLOCKS * BLOCK_INPUT
 LEVEL = 2 if deflate is not zlib else 6  # zlib's 6 is `samtools view -b`'s
 # gzip member header with the BC extra field (the block's size less one follows it)
 _HEADER = b"\x1f\x8b\x08\x04\x00\x00\x00\x00\x00\xff\x06\x00BC\x02\x00"
@@ -39,18 +41,24 @@ def compress_block(data: bytes, level: int | None = None, using=None) -> bytes:
     return _HEADER + _SIZE.pack(size - 1) + deflated + _TRAILER.pack(using.crc32(data), len(data))
 
 
+def compress_blocks(data: bytes, level: int | None = None, using=None) -> bytes:
+    """compress_block of each BLOCK_INPUT bytes of data in turn (the last may hold fewer)."""
+    return b"".join(compress_block(data[at:at + BLOCK_INPUT], level, using) for at in range(0, len(data), BLOCK_INPUT))
+
+
 class BgzfWriter:
     """Writes BGZF to an open binary file: what write() is given is cut into blocks, compressed
-    by threads threads and written in order. At most a few blocks a thread wait compressed or
-    compressing, so that memory stays bounded while every thread is kept busy. close() writes
-    the end-of-file block; neither closes the file."""
+    by threads threads and written in order. A thread takes TASK_BLOCKS blocks at a time, so
+    that handing work over between threads costs little against the compressing. At most two
+    tasks a thread wait compressed or compressing, so that memory stays bounded while every
+    thread is kept busy. close() writes the end-of-file block; neither closes the file."""
 
     def __init__(self, file: BinaryIO, threads: int = 1, level: int | None = None, using=None):
         self._file = file
         self._level, self._using = level, using
         self._pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="marose-bgzf")
         self._in_flight: collections.deque[Future] = collections.deque()
-        self._most_in_flight = 4 * max(1, threads)
+        self._most_in_flight = 2 * max(1, threads)
         self._pending = bytearray()
 
     def write(self, data) -> None:
@@ -59,18 +67,18 @@ class BgzfWriter:
             view = given.cast("B")
             at = 0
             if self._pending:
-                at = min(BLOCK_INPUT - len(self._pending), len(view))
+                at = min(TASK_INPUT - len(self._pending), len(view))
                 self._pending += view[:at]
-                if len(self._pending) == BLOCK_INPUT:
+                if len(self._pending) == TASK_INPUT:
                     self._submit(bytes(self._pending))
                     self._pending.clear()
-            while len(view) - at >= BLOCK_INPUT:
-                self._submit(bytes(view[at:at + BLOCK_INPUT]))
-                at += BLOCK_INPUT
+            while len(view) - at >= TASK_INPUT:
+                self._submit(bytes(view[at:at + TASK_INPUT]))
+                at += TASK_INPUT
             self._pending += view[at:]
 
-    def _submit(self, block: bytes) -> None:
-        self._in_flight.append(self._pool.submit(compress_block, block, self._level, self._using))
+    def _submit(self, data: bytes) -> None:
+        self._in_flight.append(self._pool.submit(compress_blocks, data, self._level, self._using))
         while len(self._in_flight) > self._most_in_flight or (self._in_flight and self._in_flight[0].done()):
             self._file.write(self._in_flight.popleft().result())
 

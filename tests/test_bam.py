@@ -89,11 +89,11 @@ def compressors() -> list:
 @pytest.mark.parametrize("threads", [1, 3])
 @pytest.mark.parametrize("using,level", compressors())
 def test_bgzf_blocks_hold_the_data_in_order(tmp_path: Path, threads: int, using, level: int) -> None:
-    data = bytes(range(256)) * 2000 + b"\x00" * 300000  # 812,000 bytes: 13 blocks, the last partial
+    data = bytes(range(256)) * 16000 + b"\x00" * 300000  # 4,396,000 bytes: 68 blocks in 5 tasks, the last partial
     path = tmp_path / "x.gz"
     with open(path, "wb") as file:
         writer = BgzfWriter(file, threads, level, using)
-        for at in range(0, len(data), 70001):  # pieces that straddle blocks
+        for at in range(0, len(data), 70001):  # pieces that straddle blocks and tasks
             writer.write(memoryview(data)[at:at + 70001])
         writer.close()
     written = path.read_bytes()
