@@ -22,6 +22,9 @@ except ImportError:
 
 BLOCK_INPUT = 0xFF00  # uncompressed bytes a block holds at most, as htslib fills them
 TASK_BLOCKS = 16  # blocks a thread compresses at a time
+# ISA-L keeps up with the mapping on a few threads; more only took the CPU and the interpreter's lock
+# from it (H100 machine, 1,000,000 reads: BAM 1.20-1.30x SAM's time on 4 threads, 1.30-1.53x on 16)
+FAST_DEFLATE_THREADS = 4
 TASK_INPUT = TASK_BLOCKS * BLOCK_INPUT
 LEVEL = 2 if deflate is not zlib else 6  # zlib's 6 is `samtools view -b`'s
 # gzip member header with the BC extra field (the block's size less one follows it)
@@ -48,7 +51,7 @@ def compress_blocks(data: bytes, level: int | None = None, using=None) -> bytes:
 
 class BgzfWriter:
     """Writes BGZF to an open binary file: what write() is given is cut into blocks, compressed
-    by threads threads and written in order. A thread takes TASK_BLOCKS blocks at a time, so
+    by threads threads (at most FAST_DEFLATE_THREADS with ISA-L) and written in order. A thread takes TASK_BLOCKS blocks at a time, so
     that handing work over between threads costs little against the compressing. At most two
     tasks a thread wait compressed or compressing, so that memory stays bounded while every
     thread is kept busy. close() writes the end-of-file block; neither closes the file."""
@@ -56,6 +59,8 @@ class BgzfWriter:
     def __init__(self, file: BinaryIO, threads: int = 1, level: int | None = None, using=None):
         self._file = file
         self._level, self._using = level, using
+        if (using or deflate) is not zlib:
+            threads = min(threads, FAST_DEFLATE_THREADS)
         self._pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="marose-bgzf")
         self._in_flight: collections.deque[Future] = collections.deque()
         self._most_in_flight = 2 * max(1, threads)

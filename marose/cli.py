@@ -65,7 +65,8 @@ def _map_parser(sub) -> None:
     p.add_argument("--device", help=DEVICES_HELP)
     p.add_argument("--max-device-memory", metavar="SIZE", help=MAX_DEVICE_MEMORY_HELP)
     p.add_argument("-t", "--threads", type=int, help="CPU threads for the CPU OpenCL runtime and BAM "
-                                                     "compression (default: all)")
+                                                     "compression (default: all; at most 4 compress "
+                                                     "with ISA-L, the isal extra)")
     p.add_argument("--batch-size", type=int,
                    help=f"reads per batch (default {GPU_BATCH:,} on a GPU, {CPU_BATCH:,} on a CPU), or pairs "
                         "(default half as many); output does not depend on it")
