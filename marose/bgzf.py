@@ -22,11 +22,11 @@ except ImportError:
 
 BLOCK_INPUT = 0xFF00  # uncompressed bytes a block holds at most, as htslib fills them
 TASK_BLOCKS = 16  # blocks a thread compresses at a time
+TASK_INPUT = TASK_BLOCKS * BLOCK_INPUT
+LEVEL = 2 if deflate is not zlib else 6  # zlib's 6 is `samtools view -b`'s
 # ISA-L keeps up with the mapping on a few threads; more only took the CPU and the interpreter's lock
 # from it (H100 machine, 1,000,000 reads: BAM 1.20-1.30x SAM's time on 4 threads, 1.30-1.53x on 16)
 FAST_DEFLATE_THREADS = 4
-TASK_INPUT = TASK_BLOCKS * BLOCK_INPUT
-LEVEL = 2 if deflate is not zlib else 6  # zlib's 6 is `samtools view -b`'s
 # gzip member header with the BC extra field (the block's size less one follows it)
 _HEADER = b"\x1f\x8b\x08\x04\x00\x00\x00\x00\x00\xff\x06\x00BC\x02\x00"
 _SIZE = struct.Struct("<H")
@@ -46,15 +46,17 @@ def compress_block(data: bytes, level: int | None = None, using=None) -> bytes:
 
 def compress_blocks(data: bytes, level: int | None = None, using=None) -> bytes:
     """compress_block of each BLOCK_INPUT bytes of data in turn (the last may hold fewer)."""
-    return b"".join(compress_block(data[at:at + BLOCK_INPUT], level, using) for at in range(0, len(data), BLOCK_INPUT))
+    return b"".join(compress_block(data[at:at + BLOCK_INPUT], level, using)
+                    for at in range(0, len(data), BLOCK_INPUT))
 
 
 class BgzfWriter:
     """Writes BGZF to an open binary file: what write() is given is cut into blocks, compressed
-    by threads threads (at most FAST_DEFLATE_THREADS with ISA-L) and written in order. A thread takes TASK_BLOCKS blocks at a time, so
-    that handing work over between threads costs little against the compressing. At most two
-    tasks a thread wait compressed or compressing, so that memory stays bounded while every
-    thread is kept busy. close() writes the end-of-file block; neither closes the file."""
+    by threads threads (at most FAST_DEFLATE_THREADS with ISA-L) and written in order. A thread
+    takes TASK_BLOCKS blocks at a time, so that handing work over between threads costs little
+    against the compressing. At most two tasks a thread wait compressed or compressing, so that
+    memory stays bounded while every thread is kept busy. close() writes the end-of-file block;
+    neither closes the file."""
 
     def __init__(self, file: BinaryIO, threads: int = 1, level: int | None = None, using=None):
         self._file = file

@@ -37,6 +37,7 @@ there is one). Prints a Markdown table for BENCHMARKS.md.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import platform
 import subprocess
@@ -126,14 +127,19 @@ def split_query(path: str, n: int, work: str) -> list[str]:
 
 
 def matches(path: str) -> tuple[int, str]:
-    """The match lines (spacing ignored), each after its query header, sorted: their number and
-    digest, equal for two files that hold the same set of matches under each header. awk and
-    sort do it, as fast as a file of tens of millions of lines needs."""
-    digest = subprocess.run(
-        ["bash", "-c", "awk '!NF{next} {$1=$1} /^>/{h=$0; next} {print h \"\\t\" $0}' \"$0\" | "
-         "LC_ALL=C sort -u -S 2G --parallel 8 | tee >(wc -l >&2) | md5sum", path],
-        capture_output=True, text=True, check=True)
-    return int(digest.stderr.split()[0]), digest.stdout.split()[0]
+    """The match lines (spacing ignored), each after its query header, sorted and without
+    repeats: their number and MD5, equal for two files that hold the same set of matches under
+    each header. awk and sort order them, as fast as tens of millions of lines need."""
+    script = ("awk '!NF{next} {$1=$1} /^>/{h=$0; next} {print h \"\\t\" $0}' \"$0\" | "
+              "LC_ALL=C sort -u -S 2G --parallel 8")
+    digest, lines = hashlib.md5(), 0
+    with subprocess.Popen(["bash", "-c", script, path], stdout=subprocess.PIPE) as sorting:
+        for chunk in iter(lambda: sorting.stdout.read(1 << 20), b""):
+            digest.update(chunk)
+            lines += chunk.count(b"\n")
+    if sorting.returncode:
+        raise RuntimeError(f"sorting the matches of {path} failed")
+    return lines, digest.hexdigest()
 
 
 def main(argv=None) -> int:
