@@ -21,7 +21,7 @@ Every tool reads plain FASTA (mummer reads no gzip) and writes its matches to a 
 - E-MEM (Debian e-mem, --threads threads): `e-mem -b -n -l L -t N REF QUERY`.
 The wall time is the best of --repeat runs (default 1); the peak memory is GNU time's. The
 matches of every tool are compared with mummer's as sets of (reference, start, start, length)
-under each query header (sorted by awk and sort, digested by md5sum); a difference is printed
+under each query header (sorted by awk and sort, then digested); a difference is printed
 and makes the exit status 1. mummer takes
 minutes on 30 Mbp genomes, whatever L: --mummer-at L (repeatable) runs it at those lengths only,
 and at the others marose is compared with E-MEM's matches. --fastmap adds `bwa index` and
