@@ -313,13 +313,16 @@ def _release(stdin: _Stdin | None, threads: set, log) -> None:
     """Ends what a request left: a thread still reading the client's stdin (a socket that the
     client fills: shut down here, the read ends) and any other thread the request started,
     which are waited for, so that none still uses the device when the next request starts;
-    then closes the stdin."""
+    then closes the stdin. The threads of a device's staging pool live as long as the device: a
+    request may start one (the pool grows as it is used), and it is not waited for."""
+    from .staging import THREAD_PREFIX
+
     if stdin is not None:
         with contextlib.suppress(OSError, ValueError):
             if stat.S_ISSOCK(os.fstat(stdin.buffer.fileno()).st_mode):
                 with socket.socket(fileno=os.dup(stdin.buffer.fileno())) as reads:
                     reads.shutdown(socket.SHUT_RDWR)
-    started = set(threading.enumerate()) - threads
+    started = {thread for thread in set(threading.enumerate()) - threads if not thread.name.startswith(THREAD_PREFIX)}
     if any(thread.is_alive() for thread in started):
         # a failed request's generators may be held in reference cycles (its error's traceback):
         # collected, they end the threads they started (reads.py's gunzip)

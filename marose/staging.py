@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 SLOTS = 4  # pinned buffers, and threads to fill and empty them
+THREAD_PREFIX = "marose-staging"  # the names of those threads, which live as long as their device
 
 
 class Staging:
@@ -25,7 +26,7 @@ class Staging:
             flags = cl.map_flags.READ | cl.map_flags.WRITE
             self.views = [cl.enqueue_map_buffer(queue, b, flags, 0, slot_bytes, np.uint8)[0] for b in pinned]
         self.last_copy: list = [None] * SLOTS
-        self.threads = ThreadPoolExecutor(SLOTS)
+        self.threads = ThreadPoolExecutor(SLOTS, thread_name_prefix=THREAD_PREFIX)
 
     def write(self, parts: list[tuple[object, int, list[np.ndarray]]]) -> None:
         """Queues a copy of each (buffer, offset, pieces) to the device: the pieces (uint8, at

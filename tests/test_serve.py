@@ -314,3 +314,23 @@ def test_options_that_need_another_index_or_device_are_refused(lambda_index, ser
     assert cli.main(["map", "--server", served.path, "-x", str(other), READS, "-o", str(tmp_path / "b.sam")]) == 1
     assert f"not {os.path.realpath(str(other) + '.marose')}" in capsys.readouterr().err
     assert not list(tmp_path.glob("*.sam"))
+
+
+def test_a_request_ends_without_waiting_for_the_devices_staging_threads():
+    """A thread that a request's copies add to a device's staging pool lives on with the device:
+    the request is not held up for it, while any other thread it started is waited for."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from marose import serve
+    from marose.staging import THREAD_PREFIX
+
+    before = set(threading.enumerate())
+    staging = ThreadPoolExecutor(1, thread_name_prefix=THREAD_PREFIX)
+    staging.submit(lambda: None).result()  # its thread now idles until the pool is shut down
+    other = threading.Thread(target=time.sleep, args=(0.3,))
+    other.start()
+    logged = []
+    started = time.monotonic()
+    serve._release(None, before, logged.append)
+    assert 0.25 <= time.monotonic() - started < 5 and not other.is_alive() and logged == []
+    staging.shutdown()
