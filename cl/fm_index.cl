@@ -3,7 +3,7 @@
  * right part's bases, depth first, spending at most E substitutions (Liu et al.'s seeds with
  * mismatches, without their lower-bound pruning); each position is found by walking LF from
  * its row to a sampled one. Defines: Q, SEED, LN (Q = SEED + LN), E, SA_STEP (rows between
- * samples of the suffix array, a power of 2).
+ * samples of the suffix array, a power of 2). Needs search.cl.
  *
  * Occurrence blocks: 16 words for each 128 rows of the BWT: the count of A, C, G and T before
  * the block; the block's 128 BWT bases, 2 bits each, first lowest (a separator, N or the
@@ -42,17 +42,8 @@ inline uint locate(__global const uint *blocks, __global const uint *C, __global
             return samples[row / SA_STEP] - steps;
         __global const uint *b = blocks + (row / BLOCK_ROWS) * BLOCK_WORDS;
         uint r = row % BLOCK_ROWS;
-        if ((b[12u + r / 32u] >> (r % 32u)) & 1u) {
-            uint lo = 0u, hi = n_special;
-            while (lo < hi) {
-                uint mid = (lo + hi) / 2u;
-                if (special_rows[mid] < row)
-                    lo = mid + 1u;
-                else
-                    hi = mid;
-            }
-            return special_at[lo] - steps;
-        }
+        if ((b[12u + r / 32u] >> (r % 32u)) & 1u)
+            return special_at[lower_bound(special_rows, n_special, row)] - steps;
         uint c = (b[4u + r / 16u] >> (2u * (r % 16u))) & 3u;
         row = C[c] + occ(blocks, row, c);
     }

@@ -21,7 +21,7 @@ from .queries import Hits, Queries, QueryShape
 from .suffix_array import FIRST_BASE, OTHER, SENTINEL, genome_symbols
 from .suffix_sort import suffix_array
 
-PROGRAM = ("fm_index.cl",)
+PROGRAM = ("search.cl", "fm_index.cl")
 BLOCK_ROWS = 128
 SA_STEP = 32
 NOWHERE = np.uint32(0xFFFFFFFF)  # the coordinate of a separator or the sentinel
