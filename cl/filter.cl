@@ -86,8 +86,13 @@ inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __
 {
     uint slot[LOOKUP_BATCH];
 #if LOOKUP_BATCH % 4 == 0 /* in fours: keys past n are hashed too, and their slots not read */
-    for (uint j = 0; j < n; j += 4)
-        vstore4(phf_slot4(vload4(0, keys + j), h.hash_seed, h.base, h.part, g), 0, slot + j);
+    for (uint j = 0; j < n; j += 4) {
+        uint4 s = phf_slot4((uint4)(keys[j], keys[j + 1u], keys[j + 2u], keys[j + 3u]), h.hash_seed, h.base, h.part, g);
+        slot[j] = s.s0;
+        slot[j + 1u] = s.s1;
+        slot[j + 2u] = s.s2;
+        slot[j + 3u] = s.s3;
+    }
 #else
     for (uint j = 0; j < n; ++j)
         slot[j] = phf_slot(keys[j], h.hash_seed, h.base, h.part, g);

@@ -11,9 +11,9 @@ inline uint3 phf_edge(uint key, uint hash_seed, uint base, uint part)
 {
     uint k = murmur3_scramble(key);
     uint s = hash_seed * 3u;
-    return (uint3)(base + mul_hi(murmur3_finish(k, s), part),
-                   base + part + mul_hi(murmur3_finish(k, s + 1u), part),
-                   base + 2u * part + mul_hi(murmur3_finish(k, s + 2u), part));
+    return (uint3)(base + mul_hi32(murmur3_finish(k, s), part),
+                   base + part + mul_hi32(murmur3_finish(k, s + 1u), part),
+                   base + 2u * part + mul_hi32(murmur3_finish(k, s + 2u), part));
 }
 
 inline uint g_value(__global const uint *g, uint v)
@@ -38,11 +38,11 @@ inline uint4 g_value4(__global const uint *g, uint4 v)
 
 inline uint4 phf_slot4(uint4 key, uint hash_seed, uint base, uint part, __global const uint *g)
 {
-    uint4 k = murmur3_scramble4(key), parts = (uint4)part;
+    uint4 k = murmur3_scramble4(key);
     uint s = hash_seed * 3u;
-    uint4 e0 = base + mul_hi(murmur3_finish4(k, s), parts);
-    uint4 e1 = base + part + mul_hi(murmur3_finish4(k, s + 1u), parts);
-    uint4 e2 = base + 2u * part + mul_hi(murmur3_finish4(k, s + 2u), parts);
+    uint4 e0 = base + mul_hi32x4(murmur3_finish4(k, s), part);
+    uint4 e1 = base + part + mul_hi32x4(murmur3_finish4(k, s + 1u), part);
+    uint4 e2 = base + 2u * part + mul_hi32x4(murmur3_finish4(k, s + 2u), part);
     uint4 j = (g_value4(g, e0) + g_value4(g, e1) + g_value4(g, e2)) % 3u;
-    return select(select(e2, e1, j == 1u), e0, j == 0u);
+    return j == 0u ? e0 : (j == 1u ? e1 : e2);
 }

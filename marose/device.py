@@ -216,8 +216,9 @@ class Device:
             return self._programs[key]
 
     def _build(self, files: tuple[str, ...], defines: dict | None):
-        source = "\n".join(_source(name) for name in files)
-        options = ["-cl-std=CL1.2"] + [f"-D{name}={value}" for name, value in sorted((defines or {}).items())]
+        source = "\n".join(_source(name) for name in (PRELUDE, *files))
+        defines = {**(defines or {}), **({"OCLGRIND": 1} if self.is_oclgrind else {})}  # see cl/ops.cl
+        options = ["-cl-std=CL1.2"] + [f"-D{name}={value}" for name, value in sorted(defines.items())]
         with _compiler_output() as said, warnings.catch_warnings():
             warnings.simplefilter("ignore", self.cl.CompilerWarning)
             try:
@@ -552,6 +553,8 @@ def _indented(text: str) -> str:
 def _source(name: str) -> str:
     return (kernel_dir() / name).read_text()
 
+
+PRELUDE = "ops.cl"  # prepended to every program
 
 # The kernels that take no build options, in one program: each program is built (or loaded from
 # the runtime's cache) once a run, which costs a CPU runtime tens of milliseconds.
