@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Benchmark marose on paired-end reads against bwa mem: pairs/s, properly paired %, true locus per mate.
+"""Benchmark marose on paired-end reads against bwa mem, minimap2 and bowtie2: pairs/s, properly paired %, true locus per mate.
 
     scripts/bench_pairs.py [--genome ecoli|athal_chr1|arabidopsis_3sp|PATH] [--pairs N] [--length L]
-                           [--threads T] [--device SPEC] [--peers-from DIR] [--tools marose,bwa]
+                           [--threads T] [--device SPEC] [--peers-from DIR]
+                           [--tools marose,bwa,minimap2,bowtie2]
                            [--stats] [--append BENCHMARKS.md]
 
 Mason (seqan-apps) simulates N pairs of L bp reads (insert 300 +- 30, FR, the Illumina error
@@ -13,6 +14,8 @@ the whole process, index loading included):
 
     marose map -x GENOME.marose r1.fq r2.fq -k K -t T        (K = 5% of L, rounded down: scripts/bench's illumina sets' k)
     bwa mem -t T GENOME r1.fq r2.fq
+    minimap2 -ax sr -t T GENOME.mmi r1.fq r2.fq
+    bowtie2 -p T -x GENOME -1 r1.fq -2 r2.fq
 
 With --stats, marose maps the pairs a third time (untimed) with `--stats`, and the seconds of
 each stage (wall and CPU: setup, parse, encode, filter, extend, format, write) and of the
@@ -111,17 +114,25 @@ def tool_steps(tool: str, runner: Runner, genome: str, work: str, k: int, thread
         argv = [sys.executable, "-m", "marose.cli", "map", "-x", index, r1, r2, "-k", str(k), "-t", str(threads),
                 "-o", out_sam, "-q"] + (["--device", device] if device else [])
         return [Step([sys.executable, "-m", "indexer.cli", genome, "-q", "-o", index])], [Step(argv)]
+    prefix = os.path.join(work, tool, os.path.basename(genome))
     if tool == "bwa":
-        prefix = os.path.join(work, "bwa", os.path.basename(genome))
         return ([Step(["bwa", "index", "-p", prefix, genome])],
                 [Step(["bwa", "mem", "-t", str(threads), prefix, r1, r2], stdout=out_sam)])
-    raise SystemExit(f"unknown tool {tool}; use marose, bwa")
+    if tool == "minimap2":
+        return ([Step(["minimap2", "-x", "sr", "-d", prefix + ".mmi", genome])],
+                [Step(["minimap2", "-ax", "sr", "-t", str(threads), prefix + ".mmi", r1, r2], stdout=out_sam)])
+    if tool == "bowtie2":
+        return ([Step(["bowtie2-build", "--threads", str(threads), "-q", genome, prefix])],
+                [Step(["bowtie2", "-p", str(threads), "-x", prefix, "-1", r1, "-2", r2, "-S", out_sam])])
+    raise SystemExit(f"unknown tool {tool}; use {', '.join(TOOLS)}")
+
+
+TOOLS = ("marose", "bwa", "minimap2", "bowtie2")
+INDEX_FILE = {"marose": ".marose/manifest.json", "bwa": ".sa", "minimap2": ".mmi", "bowtie2": ".1.bt2"}
 
 
 def index_done(tool: str, work: str, genome: str) -> bool:
-    if tool == "marose":
-        return os.path.isfile(os.path.join(work, "marose", os.path.basename(genome) + ".marose", "manifest.json"))
-    return os.path.isfile(os.path.join(work, "bwa", os.path.basename(genome) + ".sa"))
+    return os.path.isfile(os.path.join(work, tool, os.path.basename(genome) + INDEX_FILE[tool]))
 
 
 def main() -> None:
