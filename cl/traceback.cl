@@ -19,6 +19,12 @@
  * A locus with no alignment within k gets start UINT_MAX, no operations, and is counted in
  * untraced.
  *
+ * Most loci need no table: where the read's mismatches h along the end diagonal (base i at
+ * column m - L + i) are the locus' distance D(L, m), every cell of that diagonal holds its
+ * prefix's mismatches (a cheaper path into one would make a cheaper one into (L, m)), so each
+ * step back passes the diagonal's tie test and the walk is the diagonal. h = D(L, m) wherever
+ * h <= 1: D <= h always, and D = 0 only on the diagonal itself.
+ *
  * Needs -D MAX_LEN= (longest read) and -D MAX_K= (largest k). */
 
 #define BAND (2 * MAX_K + 1)
@@ -55,6 +61,20 @@ __kernel void traceback(__global const uchar *read_codes, __global const uint *r
     int m = (int)(loci_end[t] - a) + 1;
     int band = 2 * (int)k + 1;
     int shift = m - length - (int)k;  /* column j of band cell b in row i is i + shift + b */
+    __global uchar *row = ops + (size_t)t * OPS_WIDTH;
+    if (m >= length) {
+        int h = 0;
+        for (int i = 0; i < length && h <= 1; ++i)
+            h += read[i] >= 4 || read[i] != text[m - length + i];
+        if (h <= min(1, (int)k)) {
+            for (int i = 0; i < length; ++i)
+                row[i] = read[i] >= 4 || read[i] != text[m - length + i] ? OP_MISMATCH : OP_MATCH;
+            zero_from(row, (uint)length);
+            starts[t] = a + (uint)(m - length);
+            counts[t] = (uint)length;
+            return;
+        }
+    }
 
     /* Bit b of a row: the move back from band cell b is diagonal, or else I; neither is D. */
     uint diag_bits[MAX_LEN * BAND_WORDS], ins_bits[MAX_LEN * BAND_WORDS];
@@ -97,7 +117,6 @@ __kernel void traceback(__global const uchar *read_codes, __global const uint *r
             prev[b] = cur[b];
     }
 
-    __global uchar *row = ops + (size_t)t * OPS_WIDTH;
     if (prev[k] > (int)k) {
         starts[t] = UINT_MAX;
         counts[t] = 0u;
