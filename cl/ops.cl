@@ -1,7 +1,8 @@
 /* Prepended to every program (marose.device): integer operations written out inline. PyPI's
- * PoCL 3.0 calls its builtins (min, max, rotate, mul_hi, select, vload4, ...) through its kernel
- * library instead of inlining them, a call at every use in a hot loop; its prefilter ran 4.5x
- * slower than under Debian's PoCL 3.1, which inlines them. */
+ * PoCL 3.0 calls its builtins (min, max, mul_hi, select, vload4, ...) through its kernel library
+ * instead of inlining them, a call at every use in a hot loop; its prefilter ran 4.5x slower than
+ * under Debian's PoCL 3.1, which inlines them. (rotate stays a builtin: the shifts it would be
+ * written as become llvm.fshl, which Oclgrind lacks.) */
 
 /* min and max of integers (the builtins' names, so that every kernel takes them). The arguments
  * may be evaluated twice: pass none with side effects. Not under Oclgrind, which lacks the LLVM

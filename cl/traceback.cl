@@ -19,7 +19,7 @@
  * A locus with no alignment within k gets start UINT_MAX, no operations, and is counted in
  * untraced.
  *
- * Most loci need no table: where the read's mismatches h along the end diagonal (base i at
+ * A locus may need no table: where the read's mismatches h along the end diagonal (base i at
  * column m - L + i) are the locus' distance D(L, m), every cell of that diagonal holds its
  * prefix's mismatches (a cheaper path into one would make a cheaper one into (L, m)), so each
  * step back passes the diagonal's tie test and the walk is the diagonal. h = D(L, m) wherever
