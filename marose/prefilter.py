@@ -15,6 +15,7 @@ row_loci's loci as they are (marose.extend.row_loci), so the output is the same.
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 
@@ -24,15 +25,27 @@ from .regions import region_offsets
 
 LANES = 4  # windows a work-item tests at once (8 took as long on the 2-core machine, 1 or 2 3 times longer)
 SWITCH = "MAROSE_PREFILTER"  # "on" or "off": run the filter, or not, whatever the device (to measure it)
+SCALAR_POCL = 5  # PoCL from this major version compiles the lanes as scalar code (BENCHMARKS.md, CPU devices)
 
 
 def pays(device: Device, lengths: np.ndarray) -> bool:
     """Whether to run the filter before row_loci: for reads longer than one word (the others are
-    never rejected), on a CPU (where it was measured; a GPU runs row_loci's own test, one window a
-    work-item, among many work-items already), or as the environment's MAROSE_PREFILTER says."""
+    never rejected), where wanted says so."""
     forced = os.environ.get(SWITCH, "")
-    wanted = forced == "on" or (forced != "off" and device.is_cpu)
-    return wanted and bool(np.any(np.asarray(lengths) > WORD_BITS))
+    return wanted(device.is_cpu, device.device.platform.version, forced) and \
+        bool(np.any(np.asarray(lengths) > WORD_BITS))
+
+
+def wanted(is_cpu: bool, platform_version: str, forced: str = "") -> bool:
+    """Whether a device runs the filter: as forced ("on", "off": MAROSE_PREFILTER) says, else on
+    a CPU whose compiler makes vector code of its lanes. PoCL 3.0 and 3.1 do, and the filter
+    halves chrX's time there; PoCL 5.0 leaves them scalar, four to six times slower, and row_loci's
+    own test alone is faster (1.5-1.7x on chrX). A GPU runs that test, one window a work-item,
+    among many work-items already."""
+    if forced in ("on", "off"):
+        return forced == "on"
+    pocl = re.search(r"PoCL (\d+)\.", platform_version)
+    return is_cpu and not (pocl and int(pocl.group(1)) >= SCALAR_POCL)
 
 
 def kept_candidates(device: Device, program: tuple, defines: dict, reads, genome_buffer, values, row_begin: np.ndarray,

@@ -131,9 +131,25 @@ def test_prefilter_keeps_what_the_twin_keeps_and_every_end_within_k(device, k: i
 
 def test_the_filter_over_candidates_runs_on_a_cpu_or_as_the_environment_says(device, monkeypatch) -> None:
     monkeypatch.delenv(prefilter.SWITCH, raising=False)
-    assert prefilter.pays(device, np.array([40, 100])) == device.is_cpu
+    assert prefilter.pays(device, np.array([40, 100])) == prefilter.wanted(device.is_cpu,
+                                                                           device.device.platform.version)
     assert not prefilter.pays(device, np.array([40, 64]))  # reads of one word are never rejected
     monkeypatch.setenv(prefilter.SWITCH, "off")
     assert not prefilter.pays(device, np.array([100]))
     monkeypatch.setenv(prefilter.SWITCH, "on")
     assert prefilter.pays(device, np.array([100]))
+
+
+@pytest.mark.parametrize("is_cpu, version, forced, runs", [
+    (True, "OpenCL 3.0 PoCL 3.1+debian  Linux, None+Asserts, RELOC, SPIR, LLVM 15.0.6", "", True),
+    (True, "OpenCL 3.0 PoCL 3.0-rc2  Linux, Release, RELOC, LLVM 14.0.6", "", True),
+    (True, "OpenCL 3.0 PoCL 5.0+debian  Linux, None+Asserts, RELOC, SPIR, LLVM 16.0.6", "", False),
+    (True, "OpenCL 3.0 PoCL 6.0  Linux, Release", "", False),
+    (True, "OpenCL 3.0 PoCL 5.0+debian", "on", True),
+    (True, "OpenCL 3.0 PoCL 3.1+debian", "off", False),
+    (True, "OpenCL 1.2 (Oclgrind 21.10)", "", True),
+    (False, "OpenCL 3.0 CUDA 13.0.98", "", False),
+    (False, "OpenCL 3.0 CUDA 13.0.98", "on", True),
+])
+def test_which_devices_run_the_filter_over_candidates(is_cpu, version, forced, runs) -> None:
+    assert prefilter.wanted(is_cpu, version, forced) == runs
