@@ -544,3 +544,14 @@ def test_running_out_of_memory_is_one_line_and_writes_nothing(lambda_index, tmp_
     assert cli.main(["map", "-x", lambda_index, str(fq), "-o", str(out)]) == 1
     assert f"marose: error: out of memory: {message}; no output written" in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("given, used", [(None, "1"), ("4", "4")])
+def test_the_command_gives_openblas_one_thread_unless_told(given, used):
+    """marose calls no BLAS; OpenBLAS's idle threads would spin on every core after numpy's import."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env.update({"PYTHONPATH": ROOT}, **({"OPENBLAS_NUM_THREADS": given} if given else {}))
+    probe = ("import os, sys, marose.cli as c; "
+             "c.main = lambda **_: print(os.environ['OPENBLAS_NUM_THREADS'], 'numpy' in sys.modules) or 0; c.entry()")
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == [used, "False"]  # set before numpy was imported
