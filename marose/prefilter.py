@@ -25,7 +25,7 @@ from .regions import region_offsets
 
 LANES = 4  # windows a work-item tests at once (8 took as long on the 2-core machine, 1 or 2 3 times longer)
 SWITCH = "MAROSE_PREFILTER"  # "on" or "off": run the filter, or not, whatever the device (to measure it)
-SCALAR_POCL = 5  # PoCL from this major version compiles the lanes as scalar code (BENCHMARKS.md, CPU devices)
+SCALAR_POCL = 5  # PoCL 5.0 compiles the lanes as scalar code (BENCHMARKS.md, CPU devices); later ones taken alike
 
 
 def pays(device: Device, lengths: np.ndarray) -> bool:
@@ -38,10 +38,10 @@ def pays(device: Device, lengths: np.ndarray) -> bool:
 
 def wanted(is_cpu: bool, platform_version: str, forced: str = "") -> bool:
     """Whether a device runs the filter: as forced ("on", "off": MAROSE_PREFILTER) says, else on
-    a CPU whose compiler makes vector code of its lanes. PoCL 3.0 and 3.1 do, and the filter
-    halves chrX's time there; PoCL 5.0 leaves them scalar, four to six times slower, and row_loci's
-    own test alone is faster (1.5-1.7x on chrX). A GPU runs that test, one window a work-item,
-    among many work-items already."""
+    a CPU whose compiler makes vector code of its lanes. PoCL 3.0 and 3.1 do, and the filter takes
+    a fifth to a third off chrX's time there; PoCL 5.0 leaves them scalar, four to six times
+    slower, and row_loci's own test alone is faster (1.4-2.1x on chrX). A GPU runs that test, one
+    window a work-item, among many work-items already."""
     if forced in ("on", "off"):
         return forced == "on"
     pocl = re.search(r"PoCL (\d+)\.", platform_version)
