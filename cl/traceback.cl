@@ -63,12 +63,15 @@ __kernel void traceback(__global const uchar *read_codes, __global const uint *r
     int shift = m - length - (int)k;  /* column j of band cell b in row i is i + shift + b */
     __global uchar *row = ops + (size_t)t * OPS_WIDTH;
     if (m >= length) {
+        /* the diagonal's operations written as they are counted: the table's walk below writes
+           the whole row again where there are more than one */
         int h = 0;
-        for (int i = 0; i < length && h <= 1; ++i)
-            h += read[i] >= 4 || read[i] != text[m - length + i];
+        for (int i = 0; i < length && h <= 1; ++i) {
+            bool mismatch = read[i] >= 4 || read[i] != text[m - length + i];
+            row[i] = mismatch ? OP_MISMATCH : OP_MATCH;
+            h += mismatch;
+        }
         if (h <= min(1, (int)k)) {
-            for (int i = 0; i < length; ++i)
-                row[i] = read[i] >= 4 || read[i] != text[m - length + i] ? OP_MISMATCH : OP_MATCH;
             zero_from(row, (uint)length);
             starts[t] = a + (uint)(m - length);
             counts[t] = (uint)length;
