@@ -699,6 +699,7 @@ def _line_bounds(buf: np.ndarray, newlines: np.ndarray) -> tuple[np.ndarray, np.
 
 LONG_TEXT = 1024  # bytes a text on average from which _gather copies the texts one at a time
 
+
 def _gather(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """buf[starts[i]:starts[i] + lengths[i]] end to end, and their offsets (n + 1 of them)."""
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)

@@ -13,6 +13,7 @@ import pytest
 
 from marose.bam import bam_header, bam_records, contigs_of_header, nt16_table
 from marose.bam_records import DeviceBamRecords
+from marose import bgzf
 from marose.bgzf import BLOCK_INPUT, EOF_BLOCK, BgzfWriter
 from marose.errors import MaroseError
 from marose.known_answer import paired_lines
@@ -78,12 +79,8 @@ def blocks(data: bytes) -> list[bytes]:
 
 
 def compressors() -> list:
-    """zlib, and ISA-L's deflate where the isal extra is installed (bgzf's default then)."""
-    try:
-        from isal import isal_zlib
-    except ImportError:
-        return [(zlib, 6)]
-    return [(zlib, 6), (isal_zlib, 2)]
+    """zlib, and bgzf's default where that is another (ISA-L's, where the isal extra is installed)."""
+    return [(zlib, 6)] + ([(bgzf.deflate, bgzf.LEVEL)] if bgzf.deflate is not zlib else [])
 
 
 @pytest.mark.parametrize("threads", [1, 3])
