@@ -32,7 +32,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--output", action="append", required=True, help="the file the next command writes")
     parser.add_argument("commands", nargs="+")
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()  # --output before each command, as the usage line has it
     if len(args.output) != len(args.commands):
         parser.error("give one --output for each command")
     for number, command in enumerate(args.commands):
