@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -636,15 +637,19 @@ def _passed() -> set[str]:
         return set()
 
 
+_REMEMBERING = threading.Lock()  # the devices of a session are checked at once
+
+
 def _remember(keys: set[str]) -> None:
     """Adds a pass to the cache file (written whole and renamed); where the cache cannot be
     written, the check runs again next time."""
     path = _cache_file()
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".checked.")
-        with os.fdopen(fd, "w") as handle:
-            json.dump(sorted(_passed() | keys), handle)
-        os.replace(tmp, path)
+        with _REMEMBERING:
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".checked.")
+            with os.fdopen(fd, "w") as handle:
+                json.dump(sorted(_passed() | keys), handle)
+            os.replace(tmp, path)
     except OSError:
         pass

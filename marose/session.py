@@ -4,10 +4,11 @@ one read source into one SAM/BAM output with it. `marose map` opens a session fo
 
 from __future__ import annotations
 
+import functools
 import itertools
 import sys
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
@@ -39,24 +40,36 @@ class Session:
 def open_session(loading: Future, device_spec: str | None, profile: bool, verbose: bool, log,
                  max_device_bytes: int | None = None) -> Session:
     """Opens the devices of device_spec (device.choose_devices: by default every GPU of the
-    platform) in this thread, checks each on the known case and uploads to each the index that
-    loading gives (store.load, run in the background meanwhile), within max_device_bytes
-    (lookup.DeviceIndex); the checksums are checked in the background while the session maps."""
+    platform), checks each on the known case and uploads to each the index that loading gives
+    (store.load, run in the background meanwhile), within max_device_bytes (lookup.DeviceIndex):
+    each device in a thread of its own when there are several. The checksums are checked in the
+    background while the session maps."""
     from indexer import store
 
-    from . import known_answer
     from .cli import _in_background
-    from .device import Device, choose_devices
-    from .lookup import DeviceIndex
+    from .device import choose_devices
 
-    devices = []
-    for spec in choose_devices(device_spec):
-        devices.append(Device(spec, profile=profile, verbose=verbose))
-        known_answer.ensure(devices[-1], ("map",), log)
+    specs = choose_devices(device_spec)
+    ready = functools.partial(_ready_device, loading, profile, verbose, log, max_device_bytes)
+    if len(specs) == 1:
+        copies = [ready(specs[0])]
+    else:
+        with ThreadPoolExecutor(len(specs), thread_name_prefix="marose-open") as pool:
+            copies = list(pool.map(ready, specs))
     index = loading.result()
     checked = _in_background(store.check_checksums, index)
-    copies = [DeviceIndex(index, device, max_device_bytes) for device in devices]
-    return Session(index, devices[0], copies[0], checked, copies)
+    return Session(index, copies[0].device, copies[0], checked, copies)
+
+
+def _ready_device(loading: Future, profile: bool, verbose: bool, log, max_device_bytes: int | None, spec: str):
+    """The device of spec opened and checked, holding the index that loading gives."""
+    from . import known_answer
+    from .device import Device
+    from .lookup import DeviceIndex
+
+    device = Device(spec, profile=profile, verbose=verbose)
+    known_answer.ensure(device, ("map",), log)
+    return DeviceIndex(loading.result(), device, max_device_bytes)
 
 
 def lane_mappers(session: Session, mapper) -> list:
