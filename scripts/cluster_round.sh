@@ -4,9 +4,13 @@
 # (460,544 H3 reads of 40 bp against the 121 Mbp three-Arabidopsis reference, k = 3) and on
 # 1,000,000 reads of 100 bp against A. thaliana chr1 (k = 5): first one process with --device
 # lists, then, when Dask is importable, one Dask worker a GPU (scripts/bench_cluster.py scaling).
-# BENCHMARKS.md's "Many devices and Dask" GPU figures come from it.
+# BENCHMARKS.md's "Many devices and Dask" GPU figures come from it. `chrx` adds 1,000,000 reads
+# of 100 bp against human chrX (k = 5); `human` maps 80,000 of them against the 3.1 Gbp
+# human-size reference (scripts/human_size.py, indexed here: about 5 minutes on 64 cores), in
+# batches of 5,000 so that every GPU gets some.
 #
-# Usage, from the repository root:  scripts/cluster_round.sh [local] [dask]   (default: both)
+# Usage, from the repository root:  scripts/cluster_round.sh [local] [dask] [chrx] [human]
+# (default: local and dask)
 # The index and reads are made once in /tmp/cluster-round and reused by a later call on the
 # same machine, so that `local` and `dask` may be two calls.
 # Needs: bench/data/arabidopsis_3sp.fa, or bench/h/arabidopsis_3sp.fa.gz (scripts/fetch_genomes.sh
@@ -16,7 +20,7 @@
 # lazy-importer packaging partd locket pyyaml toolz jinja2 markupsafe msgpack psutil
 # sortedcontainers tblib tornado zict).
 set -uo pipefail
-. scripts/device_env.sh
+. scripts/device_env.sh hs37_chrX
 work=/tmp/cluster-round
 mkdir -p bench/data "$work"
 [ -e bench/data/arabidopsis_3sp.fa ] || gunzip -c bench/h/arabidopsis_3sp.fa.gz > bench/data/arabidopsis_3sp.fa
@@ -36,6 +40,21 @@ T() { local label=$1; shift; /usr/bin/time -o /tmp/t.txt -f "$label: %e s wall, 
 [ -e "$work/r100.fq" ] || { T "reads 100" python3 scripts/simulate_reads.py "$work/athal_chr1.fa" \
     "$work/r100.tmp.fq" --n 1000000 --length 100 --max-edits 4 --seed 2 && mv "$work/r100.tmp.fq" "$work/r100.fq"; }
 asked=" ${*:-local dask} "
+if [[ $asked == *" chrx "* ]]; then
+    [ -e "$work/x100.fq" ] || python3 scripts/simulate_reads.py bench/data/hs37_chrX.fa "$work/x100.fq" --n 1000000 \
+        --length 100 --max-edits 4 --seed 1
+    echo "== 1,000,000 x 100 bp, human chrX"
+    python3 scripts/bench_cluster.py scaling -x bench/data/hs37_chrX.fa "$work/x100.fq" -k 5 --repeats 2 --devices "${lists[@]}"
+fi
+if [[ $asked == *" human "* ]]; then
+    [ -e "$work/human_size.fa" ] || python3 scripts/human_size.py --source bench/h/arabidopsis_3sp.fa.gz "$work/human_size.fa" -q
+    [ -e "$work/human_size.fa.marose" ] || T "index human_size" python3 -m indexer.cli "$work/human_size.fa" --max-memory 200G -q
+    [ -e "$work/hs100.fq" ] || python3 scripts/simulate_reads.py "$work/human_size.fa" "$work/hs100.fq" --n 80000 \
+        --length 100 --max-edits 4 --seed 11
+    echo "== 80,000 x 100 bp, 3.1 Gbp human-size reference"
+    python3 scripts/bench_cluster.py scaling -x "$work/human_size.fa" "$work/hs100.fq" -k 5 --repeats 1 --batch-size 5000 \
+        --devices "${lists[@]}"
+fi
 modes=()
 [[ $asked == *" local "* ]] && modes+=("")
 if [[ $asked == *" dask "* ]]; then
