@@ -32,6 +32,7 @@ import numpy as np
 from marose.errors import MaroseError
 from marose.reference import Reference
 
+from . import SUFFIX
 from .build import IndexParams, Segment, SegmentSink
 from .verified import VerifiedFiles
 
@@ -46,7 +47,6 @@ SEGMENT_ARRAYS = {
     "slot_start": "<u4",
     "positions": "<u4",
 }
-SUFFIX = ".marose"
 
 
 @dataclass

@@ -22,6 +22,7 @@ CPU_BATCH = 25_000  # a CPU device maps a batch while the next is read and the l
 FIRST_BATCH = CPU_BATCH  # read before the device is known
 DEFAULT_MAX_HITS = 100
 CHUNK_READS = 100_000  # reads of a chunk that a Dask worker maps (marose/cluster.py)
+MEMS_MIN_LENGTH = 10  # mems' shortest -l: shorter seeds would hit nearly everywhere
 MAPPING_LANES = 2  # threads that map batches on a GPU (mapping_lanes)
 DEVICES_HELP = ("OpenCL device, as 'P:D' (see `marose devices`) or part of its name; several, comma-separated "
                 "(0:0,0:1), each holding a copy of the index and mapping its share of the batches; or 'all', every "
@@ -112,8 +113,6 @@ def _serve_parser(sub) -> None:
 
 
 def _mems_parser(sub) -> None:
-    from .mems import MIN_LENGTH
-
     p = sub.add_parser(
         "mems", help="maximal exact matches between a reference and queries, as MUMmer writes them",
         description="Find every maximal exact match of at least L bases between a reference and each query "
@@ -126,7 +125,7 @@ def _mems_parser(sub) -> None:
     p.add_argument("reference", help="reference FASTA, plain or gzip")
     p.add_argument("query", help="queries in FASTA or FASTQ, plain or gzip; '-' reads stdin")
     p.add_argument("-l", "--min-length", type=int, required=True,
-                   help=f"the shortest match to report, in bases (at least {MIN_LENGTH})")
+                   help=f"the shortest match to report, in bases (at least {MEMS_MIN_LENGTH})")
     p.add_argument("-c", "--forward-coords", action="store_true",
                    help="report a reverse match's query start on the forward strand (as mummer -c)")
     p.add_argument("-o", "--output", help="output file; default: stdout")
@@ -171,7 +170,7 @@ def parser() -> argparse.ArgumentParser:
 
 def find_index(given: str | None) -> str:
     """The index directory for -x (a FASTA or its .marose directory), or the one in the current directory."""
-    from indexer.store import SUFFIX
+    from indexer import SUFFIX
 
     if given:
         for candidate in (given, given + SUFFIX):

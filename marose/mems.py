@@ -13,10 +13,10 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from .cli import MEMS_MIN_LENGTH as MIN_LENGTH
 from .dna import N_CODE
 from .errors import MaroseError
 
-MIN_LENGTH = 10  # the shortest L: shorter seeds would hit nearly everywhere
 MAX_SEED_LEN = 13  # GPUMEM's seed length; shorter for L below it
 MAX_BUCKET_BITS = 24  # a tile's bucket table holds at most 2^24 + 1 starts
 COUNT_RUN = 16  # query positions a work-item of count_hits looks up (its key rolls along them)
