@@ -15,44 +15,100 @@ from marose.bgzf import BgzfWriter
 from marose.errors import MaroseError
 
 
-class SamWriter:
-    """Writes SAM (stdout or a file) or BAM (a path ending in .bam; is_bam).
+class OutputFile:
+    """Where an output goes: stdout, a device or pipe (written in place), or a regular file,
+    written under a temporary name in the same directory and renamed into place by keep().
+    abort() removes that file, so a failed run leaves nothing at the path. stream is the open
+    file; a client of `marose serve` hands its descriptor to the server, which writes into it."""
 
-    A file is written under a temporary name in the same directory and renamed
-    into place by close(); leaving the ``with`` block by an exception removes it,
-    so a failed run leaves nothing at the path. A BAM output is given BAM records
-    (bam_records makes them from SAM text on the device, bam.bam_record on the host),
-    which threads threads compress while the mapping goes on.
-    """
-
-    def __init__(self, path: str | None, header: str, threads: int = 1) -> None:
+    def __init__(self, path: str | None) -> None:
         self.path = None if path in (None, "-") else path
-        self.threads = max(1, threads)
         self._tmp: str | None = None
-        self._closed = False
-        self._bam: BgzfWriter | None = None
-        self._out: BinaryIO
+        self.stream: BinaryIO
         if self.path is None:
-            self._out = sys.stdout.buffer
-        elif _is_special(self.path):  # a device or pipe: nothing to rename into place
-            if self.is_bam:
+            self.stream = sys.stdout.buffer
+        elif _is_special(self.path):
+            if is_bam_path(self.path):
                 raise MaroseError(f"{self.path}: BAM goes to a regular file; write SAM to a device or pipe")
             try:
-                self._out = open(self.path, "wb", buffering=1 << 20)
+                self.stream = open(self.path, "wb", buffering=1 << 20)
             except OSError as e:
                 raise MaroseError(f"{self.path}: cannot write output ({e.strerror})") from None
         else:
             folder = os.path.dirname(os.path.abspath(self.path))
-            self._tmp = os.path.join(
-                folder, f".{os.path.basename(self.path)}.{uuid.uuid4().hex[:12]}.tmp")
+            self._tmp = os.path.join(folder, f".{os.path.basename(self.path)}.{uuid.uuid4().hex[:12]}.tmp")
             try:
                 fd = os.open(self._tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
             except OSError as e:
                 raise MaroseError(f"{self.path}: cannot write output ({e.strerror})") from None
-            self._out = os.fdopen(fd, "wb", buffering=1 << 20)
+            self.stream = os.fdopen(fd, "wb", buffering=1 << 20)
+
+    def keep(self) -> None:
+        """Finish the output and move it into place."""
+        if self._tmp is None:  # stdout, or a device or pipe
+            try:
+                self.stream.flush() if self.path is None else self.stream.close()
+            except OSError as e:
+                raise MaroseError(f"{self.path or 'stdout'}: write error ({e.strerror})") from None
+            return
+        try:
+            self.stream.close()
+            os.replace(self._tmp, self.path)
+        except OSError as e:
+            raise MaroseError(f"{self.path}: cannot write output ({e.strerror})") from None
+        finally:
+            _remove(self._tmp)
+
+    def abort(self) -> None:
+        """Drop the output: nothing is left at the path."""
+        try:
+            if self.path is None:
+                self.stream.flush()
+            else:
+                self.stream.close()
+        except OSError:
+            pass  # the output is being dropped anyway
+        finally:
+            if self._tmp is not None:
+                _remove(self._tmp)
+
+
+class HandedOutput:
+    """An output that a client of `marose serve` opened (OutputFile) and handed over as a file
+    descriptor: written here, kept or dropped by the client when the request ends."""
+
+    def __init__(self, fd: int, path: str | None) -> None:
+        self.path = path
+        self.stream = os.fdopen(fd, "wb", buffering=1 << 20)
+
+    def keep(self) -> None:
+        try:
+            self.stream.close()
+        except OSError as e:
+            raise MaroseError(f"{self.path or 'stdout'}: write error ({e.strerror})") from None
+
+    def abort(self) -> None:
+        try:
+            self.stream.close()
+        except OSError:
+            pass
+
+
+class SamWriter:
+    """Writes SAM or BAM (a path ending in .bam; is_bam) into an OutputFile of path, or into
+    place (a HandedOutput). A BAM output is given BAM records (bam_records makes them from SAM
+    text on the device, bam.bam_record on the host), which threads threads compress while the
+    mapping goes on. Leaving the ``with`` block by an exception aborts the output."""
+
+    def __init__(self, path: str | None, header: str, threads: int = 1,
+                 place: OutputFile | HandedOutput | None = None) -> None:
+        self.path = None if path in (None, "-") else path
+        self.place = place or OutputFile(self.path)
+        self._closed = False
+        self._bam: BgzfWriter | None = None
         try:
             if self.is_bam:
-                self._bam = BgzfWriter(self._out, self.threads)
+                self._bam = BgzfWriter(self.place.stream, max(1, threads))
                 self.write(bam_header(header))
             else:
                 self.write(header.encode("utf-8"))
@@ -67,7 +123,7 @@ class SamWriter:
     def write(self, records) -> None:
         """Append records (bytes-like): SAM text (whole lines), or BAM records when is_bam."""
         try:
-            (self._bam or self._out).write(records)
+            (self._bam or self.place.stream).write(records)
         except BrokenPipeError:
             raise MaroseError(f"{self.path or 'stdout'}: write error (broken pipe)") from None
         except OSError as e:
@@ -78,24 +134,16 @@ class SamWriter:
         if self._closed:
             return
         self._closed = True
-        if self.path is None:
-            self._flush_stdout()
-            return
-        if self._tmp is None:
-            try:
-                self._out.close()
-            except OSError as e:
-                raise MaroseError(f"{self.path}: write error ({e.strerror})") from None
-            return
         try:
             if self._bam is not None:
                 self._bam.close()
-            self._out.close()
-            os.replace(self._tmp, self.path)
         except OSError as e:
+            self.place.abort()
             raise MaroseError(f"{self.path}: cannot write output ({e.strerror})") from None
-        finally:
-            _remove(self._tmp)
+        except BaseException:
+            self.place.abort()
+            raise
+        self.place.keep()
 
     def abort(self) -> None:
         """Drop the output: nothing is left at the path."""
@@ -105,21 +153,10 @@ class SamWriter:
         try:
             if self._bam is not None:
                 self._bam.abort()
-            if self._tmp is None:
-                self._out.flush()
-            else:
-                self._out.close()
         except OSError:
-            pass  # the output is being dropped anyway
+            pass
         finally:
-            if self._tmp is not None:
-                _remove(self._tmp)
-
-    def _flush_stdout(self) -> None:
-        try:
-            self._out.flush()
-        except OSError as e:
-            raise MaroseError(f"stdout: write error ({e.strerror})") from None
+            self.place.abort()
 
     def __enter__(self) -> SamWriter:
         return self

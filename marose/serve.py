@@ -12,6 +12,7 @@ import gc
 import io
 import json
 import os
+import select
 import socket
 import stat
 import struct
@@ -21,8 +22,9 @@ import time
 import traceback
 
 from .errors import MaroseError
-from .serve_protocol import (DONE, HEADER, RECORDS, STDERR, check_socket_path, default_socket, make_private_folder,
-                             receive_request, send_frame, socket_folder, socket_state)
+from .sam_file import HandedOutput, SamWriter
+from .serve_protocol import (DONE, STDERR, check_socket_path, default_socket, make_private_folder, receive_request,
+                             send_frame, socket_folder, socket_state)
 
 REQUEST_SECONDS = 10.0  # for a client to send its request once connected
 THREADS_SECONDS = 60.0  # for a request's reading threads to end after it
@@ -153,15 +155,19 @@ def _request(conn: socket.socket) -> tuple[dict, list[int]]:
 
 
 def _answer_map(session, conn: socket.socket, request: dict, fds: list[int], number: int, log) -> None:
-    """Maps the request's reads with the session, sending its messages and SAM to the client,
-    and at the end DONE with the error that stopped it, if one did. (Ctrl-C or SIGTERM ends
-    the server: they are raised on at once.)"""
+    """Maps the request's reads with the session into the output its client handed over (the
+    first descriptor; the client's stdin is the second, when it sent one), sending its messages
+    to the client, and at the end DONE with the error that stopped it, if one did. (Ctrl-C or
+    SIGTERM ends the server: they are raised on at once.)"""
     client = _Client(conn, bool(request.get("stderr_tty")))
-    stdin = _Stdin(fds[0]) if fds else None
-    _close_all(fds[1:])
+    output = HandedOutput(fds[0], request["args"].get("output")) if fds else None
+    stdin = _Stdin(fds[1]) if len(fds) > 1 else None
+    _close_all(fds[2:])
     threads = set(threading.enumerate())
     started = time.time()
-    error = _mapped(session, client, request, stdin, number, log)
+    error = _mapped(session, client, request, output, stdin, number, log)
+    if output is not None:
+        output.abort()  # closed, if the request did not get as far as writing
     _release(stdin, threads, log)
     if error != ClientGone.MESSAGE:
         try:
@@ -171,16 +177,17 @@ def _answer_map(session, conn: socket.socket, request: dict, fds: list[int], num
     log(f"request {number}: {error or 'done'} ({time.time() - started:.1f} s)")
 
 
-def _mapped(session, client: _Client, request: dict, stdin: _Stdin | None, number: int, log) -> str | None:
+def _mapped(session, client: _Client, request: dict, output, stdin: _Stdin | None, number: int,
+            log) -> str | None:
     """Maps a request as its client; the error that stopped it, or None."""
-    from .sam_file import is_bam_path
     from .session import map_request
 
     try:
+        if output is None:
+            raise MaroseError("the client sent no output to write into")
         with _as_client(client, request.get("cwd", "/"), stdin):
             args = _map_args(session, request, stdin)
-            bam = is_bam_path(args.output)
-            map_request(session, args, lambda header: _ClientOutput(client, header, bam),
+            map_request(session, args, lambda header: _ClientOutput(client, output, args, header),
                         request.get("command_line", "marose map"), _client_log(args.quiet))
     except ClientGone:
         return ClientGone.MESSAGE
@@ -240,6 +247,16 @@ class _Client:
             except OSError:  # a broken pipe or a reset: the client is gone
                 raise ClientGone() from None
 
+    def check(self) -> None:
+        """ClientGone if the client has closed its end (it sends nothing after its request)."""
+        if select.select([self.conn], [], [], 0)[0]:
+            try:
+                still = self.conn.recv(1, socket.MSG_PEEK)
+            except OSError:
+                raise ClientGone() from None
+            if not still:
+                raise ClientGone()
+
     def write(self, text: str) -> int:
         self.send(STDERR, text.encode("utf-8", "replace"))
         return len(text)
@@ -251,35 +268,36 @@ class _Client:
         return self.tty
 
 
-class _ClientOutput:
-    """A request's SAM, sent to the client, which writes it where -o says (session.OpenOutput):
-    as BAM records when is_bam (the client's output is a BAM file)."""
+class _ClientOutput(SamWriter):
+    """A request's SAM or BAM, written into the output its client handed over
+    (session.OpenOutput; the client keeps it when DONE comes without an error). Each write first
+    makes sure that the client is still there, so that a request no one waits for ends
+    (ClientGone)."""
 
-    def __init__(self, client: _Client, header: str, is_bam: bool = False):
+    def __init__(self, client: _Client, output: HandedOutput, args, header: str):
         self.client = client
-        self.is_bam = is_bam
-        client.send(HEADER, header.encode("utf-8"))
+        super().__init__(args.output, header, args.threads or os.cpu_count() or 1, place=output)
 
     def write(self, records) -> None:
-        self.client.send(RECORDS, records)
+        self.client.check()
+        super().write(records)
+
+
+class _Dropped:
+    """SAM that goes nowhere (the warm-up's), as session.OpenOutput makes it."""
+
+    is_bam = False
+
+    def write(self, records) -> None:
+        pass
 
     def close(self) -> None:
-        pass  # the client keeps the output when DONE comes without an error
+        pass
 
-    def __enter__(self) -> "_ClientOutput":
+    def __enter__(self) -> "_Dropped":
         return self
 
     def __exit__(self, *exc) -> None:
-        pass
-
-
-class _Dropped(_ClientOutput):
-    """SAM that goes nowhere (the warm-up's)."""
-
-    def __init__(self):
-        self.is_bam = False
-
-    def write(self, records) -> None:
         pass
 
 

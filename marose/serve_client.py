@@ -1,5 +1,5 @@
-"""`marose map --server PATH`: the reads mapped by a running `marose serve`, whose SAM comes back
-over its socket and is written here (-o under a temporary name, renamed when complete), and
+"""`marose map --server PATH`: the reads mapped by a running `marose serve` into the output opened
+here (-o under a temporary name, renamed when the server says the mapping is done), and
 `marose serve --stop`."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 import threading
 
 from .errors import MaroseError
-from .serve_protocol import DONE, HEADER, RECORDS, STDERR, frames, send_request, socket_state
+from .serve_protocol import DONE, STDERR, frames, send_request, socket_state
 
 READ_BUFFER = 1 << 20
 
@@ -41,6 +41,7 @@ def connect(path: str) -> socket.socket:
 def map_through_server(args, log) -> None:
     """Maps args.reads (map's options) through the server at args.server into args.output."""
     from .cli import check_map_options, find_index
+    from .sam_file import OutputFile
 
     check_map_options(args)
     request = {"command": "map", "args": vars(args), "cwd": os.getcwd(),
@@ -48,12 +49,18 @@ def map_through_server(args, log) -> None:
                "index": os.path.realpath(find_index(args.index)) if args.index else None,
                "stderr_tty": not args.quiet and sys.stderr.isatty()}
     with connect(args.server) as sock:
-        with _stdin_for_server("-" in args.reads) as fds:
-            try:
-                send_request(sock, request, fds)
-            except OSError as e:
-                raise MaroseError(f"{args.server}: the server did not take the request ({e.strerror})") from None
-        _write_answer(sock, args)
+        output = OutputFile(args.output)
+        try:
+            with _stdin_for_server("-" in args.reads) as stdin:
+                try:
+                    send_request(sock, request, [output.stream.fileno(), *stdin])
+                except OSError as e:
+                    raise MaroseError(f"{args.server}: the server did not take the request ({e.strerror})") from None
+            _wait_until_done(sock, args.server)
+        except BaseException:
+            output.abort()
+            raise
+        output.keep()
 
 
 @contextlib.contextmanager
@@ -85,33 +92,19 @@ def _relay(fd: int, sock: socket.socket) -> None:
             pass
 
 
-def _write_answer(sock: socket.socket, args) -> None:
-    """Writes what the server sends: its messages on stderr, the SAM into the output, which is
-    kept only when the server says the mapping is done."""
-    from .sam_file import SamWriter
-
-    out = None
-    try:
-        for kind, payload in _answer(sock, args.server):
-            if kind == STDERR:
-                sys.stderr.write(payload.decode("utf-8", "replace"))
-                sys.stderr.flush()
-            elif kind == HEADER:
-                out = SamWriter(args.output, payload.decode("utf-8"), threads=args.threads or os.cpu_count() or 1)
-            elif kind == RECORDS:
-                out.write(payload)
-            elif kind == DONE:
-                error = json.loads(payload)["error"]
-                if error:
-                    raise MaroseError(error)
-                if out is not None:
-                    out.close()
-                return
-        raise MaroseError(f"the server at {args.server} ended before the mapping was done; no output written")
-    except BaseException:
-        if out is not None:
-            out.abort()
-        raise
+def _wait_until_done(sock: socket.socket, server: str) -> None:
+    """Writes the server's messages on stderr until it says the mapping is done; MaroseError
+    when it failed or ended first."""
+    for kind, payload in _answer(sock, server):
+        if kind == STDERR:
+            sys.stderr.write(payload.decode("utf-8", "replace"))
+            sys.stderr.flush()
+        elif kind == DONE:
+            error = json.loads(payload)["error"]
+            if error:
+                raise MaroseError(error)
+            return
+    raise MaroseError(f"the server at {server} ended before the mapping was done; no output written")
 
 
 def _answer(sock: socket.socket, path: str):

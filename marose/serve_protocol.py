@@ -2,9 +2,11 @@
 frames the two exchange over it.
 
 A frame is one kind byte, the payload's length (8 bytes, big-endian) and the payload. The client
-sends one REQUEST (JSON), with its stdin's file descriptor attached when the reads come from
-stdin; the server answers with STDERR text for the client's stderr, the SAM HEADER, RECORDS,
-and DONE (JSON: {"error": message or null}) when the request is over.
+sends one REQUEST (JSON) with its output's file descriptor attached (sam_file.OutputFile: a
+temporary file, a device or pipe, or stdout), and its stdin's after it when the reads come from
+stdin. The server writes the SAM or BAM into that output itself, and answers with STDERR text
+for the client's stderr and DONE (JSON: {"error": message or null}) when the request is over;
+the client then keeps the output, or drops it.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from typing import BinaryIO, Iterator
 
 from .errors import MaroseError
 
-PROTOCOL = 1  # raised when the frames change; a client and a server of two versions refuse each other
-REQUEST, STDERR, HEADER, RECORDS, DONE = b"R", b"E", b"H", b"O", b"X"
+PROTOCOL = 2  # raised when the frames change; a client and a server of two versions refuse each other
+REQUEST, STDERR, DONE = b"R", b"E", b"X"
 _HEAD = struct.Struct(">cQ")
 MAX_REQUEST_BYTES = 1 << 20
+MAX_FDS = 2  # a request's output and stdin
 SOCKET_SUFFIX = ".sock"
 MAX_SOCKET_PATH = 107  # bytes of a Unix socket's path that Linux takes
 
@@ -95,7 +98,7 @@ def send_request(sock: socket.socket, request: dict, fds: list[int]) -> None:
 def receive_request(sock: socket.socket) -> tuple[dict, list[int]]:
     """The REQUEST frame's JSON and the descriptors that came with it; MaroseError for anything
     else (the caller's socket timeout bounds the wait)."""
-    data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 1)
+    data, fds, _, _ = socket.recv_fds(sock, 1 << 16, MAX_FDS)
     try:
         while len(data) < _HEAD.size or len(data) < _HEAD.size + _HEAD.unpack_from(data)[1]:
             if len(data) >= _HEAD.size and _HEAD.unpack_from(data)[1] > MAX_REQUEST_BYTES:
