@@ -77,15 +77,14 @@ class HandedOutput:
     """An output that a client of `marose serve` opened (OutputFile) and handed over as a file
     descriptor: written here, kept or dropped by the client when the request ends."""
 
-    def __init__(self, fd: int, path: str | None) -> None:
-        self.path = path
+    def __init__(self, fd: int) -> None:
         self.stream = os.fdopen(fd, "wb", buffering=1 << 20)
 
     def keep(self) -> None:
         try:
             self.stream.close()
         except OSError as e:
-            raise MaroseError(f"{self.path or 'stdout'}: write error ({e.strerror})") from None
+            raise MaroseError(f"the output: write error ({e.strerror})") from None
 
     def abort(self) -> None:
         try:

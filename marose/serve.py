@@ -160,7 +160,7 @@ def _answer_map(session, conn: socket.socket, request: dict, fds: list[int], num
     to the client, and at the end DONE with the error that stopped it, if one did. (Ctrl-C or
     SIGTERM ends the server: they are raised on at once.)"""
     client = _Client(conn, bool(request.get("stderr_tty")))
-    output = HandedOutput(fds[0], request["args"].get("output")) if fds else None
+    output = HandedOutput(fds[0]) if fds else None
     stdin = _Stdin(fds[1]) if len(fds) > 1 else None
     _close_all(fds[2:])
     threads = set(threading.enumerate())

@@ -334,3 +334,18 @@ def test_a_request_ends_without_waiting_for_the_devices_staging_threads():
     serve._release(None, before, logged.append)
     assert 0.25 <= time.monotonic() - started < 5 and not other.is_alive() and logged == []
     staging.shutdown()
+
+
+def test_a_write_finds_out_that_the_client_has_gone():
+    """The server writes a request's output into the file its client handed over, so it sends
+    the client nothing while it maps: each write looks at the connection first."""
+    from marose import serve
+
+    ours, theirs = socket.socketpair()
+    with ours:
+        client = serve._Client(ours, False)
+        client.check()  # the client is there, and has sent nothing more
+        theirs.close()
+        with pytest.raises(serve.ClientGone):
+            client.check()
+
