@@ -9,8 +9,8 @@
  * 3 (N) matches nothing: its match mask is empty, in the read and in the genome.
  *
  * Needs search.cl and -D MAX_WORDS=: reads up to 64 * MAX_WORDS bases; PREFETCH=1 (on a
- * CPU) lets row_loci ask for a window's genome bytes one window early; MERGE_WINDOWS and PREALIGN
- * (0 or 1) turn on row_loci's merging of near windows and its pre-alignment filter. */
+ * CPU) lets row_loci ask for a window's genome bytes one window early; MERGE_WINDOWS (0 or 1)
+ * turns on row_loci's merging of near windows. */
 
 #define WORD_BITS 64u
 #define NO_HIT 255
@@ -186,7 +186,7 @@ inline void close_locus(locus_t *locus, uint first, uint last, uint *n, uint cap
  * MERGE_WINDOWS): an end of a later window that an earlier one does not hold is past the
  * earlier window's end, so an alignment to it starting before the later window spans more than
  * L + k bases, more than k edits, and its distance within k is the same. A window (merged or
- * not) that prefix_rejects holds no end within k and is not aligned (with PREALIGN): a later
+ * not) that prefix_rejects holds no end within k and is not aligned (with prealign): a later
  * window gives those ends no less, so the loci are the same.
  *
  * A work-item per task: row r's candidates are cut into slices of `slice`, its tasks
@@ -212,7 +212,7 @@ __kernel void row_loci(__global const uchar *read_codes, __global const uint *re
                        __global const uint *starts, __global const uint *row_begin,
                        __global const uint *row_size, __global const uint *task_base, uint n_rows,
                        uint slice, __global const uint *contig_start, uint n_contigs, uint k,
-                       uint room, __global const uint *listed, __global const uint *listed_offset,
+                       uint room, uint prealign, __global const uint *listed, __global const uint *listed_offset,
                        uint n_listed, __global uint *loci_count, __global uint *src,
                        __global uint *loci_end, __global uchar *loci_dist, __global uint *n_over,
                        __global uint *over_task, __global uint *over_found, __global uint *n_aligned)
@@ -254,7 +254,7 @@ __kernel void row_loci(__global const uchar *read_codes, __global const uint *re
         if (locus.open && max(window, covered) > locus.last + 1u)
             close_locus(&locus, first, last, &n, capacity, ends, dists);  /* no window holds the next end */
         uint owner = i;  /* the first window holding the end at hand */
-        if (PREALIGN && prefix_rejects(peq, length, genome, window, end, k)) {
+        if (prealign && prefix_rejects(peq, length, genome, window, end, k)) {
             covered = max(covered, end);
             i = merged;
             continue;

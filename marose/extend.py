@@ -95,16 +95,16 @@ def max_k(k: int) -> int:
     return max(8, _power_of_two_at_least(k))
 
 
-def alignment_defines(device: Device, longest: int, k: int, merge_windows: bool = True,
-                      prealign: bool = True) -> dict:
+def alignment_defines(device: Device, longest: int, k: int, merge_windows: bool = True) -> dict:
     """Build options of the alignment kernels for reads up to `longest` bases and k edits on a
     device. On a CPU, row_loci asks for the next window's genome bytes while it aligns one
     (20,000 H3 reads on the 2-core machine: row_loci 0.151 → 0.096 s); a GPU hides that wait
-    behind other work-items already. merge_windows, prealign: row_loci's merging of near windows
-    and its pre-alignment filter (the loci are the same without them; tests turn them off)."""
+    behind other work-items already. merge_windows: row_loci's merging of near windows (the loci
+    are the same without it; tests turn it off). Whether row_loci runs its pre-alignment filter
+    is an argument, so that a map whose filter over candidates ran first builds no second program."""
     words = max_words(longest)
     return {"MAX_WORDS": words, "MAX_LEN": WORD_BITS * words, "MAX_K": max_k(k), "PREFETCH": int(device.prefetches),
-            "MERGE_WINDOWS": int(merge_windows), "PREALIGN": int(prealign), "LANES": prefilter.LANES}
+            "MERGE_WINDOWS": int(merge_windows), "LANES": prefilter.LANES}
 
 
 def _check_k(k: int) -> None:
@@ -280,14 +280,13 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     if not candidates or sum(c.size for c in candidates) == 0:
         return _no_loci(device, np.zeros(n_rows, np.int64))
     values, row_begin, candidate_count = _one_run_per_row(device, candidates)
-    defines = alignment_defines(device, int(reads.lengths.max()), k, merge_windows, prealign)
+    defines = alignment_defines(device, int(reads.lengths.max()), k, merge_windows)
     row_size = candidate_count
     if prealign and (prefilter.pays(device, reads.lengths) if prefiltered is None else prefiltered):
         values, row_begin, row_size = prefilter.kept_candidates(device, ALIGN, defines, reads, genome_buffer, values,
                                                                 row_begin, row_size, contig_start_buffer, n_contigs,
                                                                 k, SLICE)
-        # the windows left hold ends within k: row_loci's own test would keep them all
-        defines = alignment_defines(device, int(reads.lengths.max()), k, merge_windows, prealign=False)
+        prealign = False  # the windows left hold ends within k: row_loci's own test would keep them all
         if not row_size.any():
             return _no_loci(device, candidate_count)
     task_base = region_offsets(-(-row_size // SLICE))
@@ -302,7 +301,8 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     over_task, over_found = device.empty(4 * n_tasks), device.empty(4 * n_tasks)
     arguments = (*reads.buffers, genome_buffer, values, device.to_device(row_begin.astype(np.uint32)),
                  device.to_device(row_size.astype(np.uint32)), task_base_buffer, np.uint32(n_rows),
-                 np.uint32(SLICE), contig_start_buffer, np.uint32(n_contigs), np.uint32(k), np.uint32(ROOM))
+                 np.uint32(SLICE), contig_start_buffer, np.uint32(n_contigs), np.uint32(k), np.uint32(ROOM),
+                 np.uint32(prealign))
     results = (found, src)
     unlisted = over_task  # no tasks listed: the first run takes them all
     device.launch(kernel, groups(n_tasks, 64), None, *arguments, unlisted, unlisted, np.uint32(0), *results,
