@@ -348,4 +348,3 @@ def test_a_write_finds_out_that_the_client_has_gone():
         theirs.close()
         with pytest.raises(serve.ClientGone):
             client.check()
-
