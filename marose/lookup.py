@@ -17,6 +17,7 @@ PROGRAM = ("murmur3.cl", "phf.cl", "lookup.cl")
 # A segment's tables on the device, in the order the kernels take them.
 TABLES = ("hash_seed", "vertex_offset", "g", "slot_key", "slot_start", "positions")
 RESIDENT_FRACTION = 0.6  # of device memory the index segments may hold at once
+RUN_PIECE = 256  # N bases mark_n_runs writes a work-item
 
 
 @dataclass
@@ -124,11 +125,23 @@ def unpack_genome(device: Device, reference: Reference, packed):
     codes = device.empty(length)
     device.launch(device.kernel(PLAIN, "unpack_genome"), groups(-(-length // 16)), None, packed,
                   np.uint32(length), codes)
-    runs = np.ascontiguousarray(reference.runs, dtype=np.int64)
+    runs = run_pieces(reference.runs)
     if runs.size:
         device.launch(device.kernel(PLAIN, "mark_n_runs"), groups(runs.shape[0]), None, device.to_device(runs),
                       np.uint32(runs.shape[0]), codes)
     return codes
+
+
+def run_pieces(runs, piece: int = RUN_PIECE) -> np.ndarray:
+    """N runs (start, end rows) cut into pieces of at most piece bases, for mark_n_runs to write
+    a piece a work-item: one work-item writing a whole run took chrX's 3.8 Mbp of N 0.12 s of an
+    H200's time."""
+    runs = np.asarray(runs, dtype=np.int64).reshape(-1, 2)
+    counts = -(-(runs[:, 1] - runs[:, 0]) // piece)
+    first = np.repeat(runs[:, 0], counts)
+    within = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    starts = first + piece * within
+    return np.ascontiguousarray(np.stack([starts, np.minimum(starts + piece, np.repeat(runs[:, 1], counts))], axis=1))
 
 
 def slot_ranges(device: Device, seg: DeviceSegment, seeds: np.ndarray, keys: np.ndarray):

@@ -9,7 +9,7 @@ import pytest
 import marose.device
 from conftest import LAMBDA
 from marose.dna import encode
-from marose.lookup import unpack_genome
+from marose.lookup import RUN_PIECE, run_pieces, unpack_genome
 from marose.reference import Reference, read_fasta
 
 
@@ -104,6 +104,7 @@ def test_upload_of_small_arrays_or_unstaged(device, staged):
     "NNNACGTACGTTN",  # N runs at both ends, a length that is not a multiple of 4
     "ACGTRYACGGNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNTTGCA",  # IUPAC codes and a long run
     "GATTACA",
+    "AC" + "N" * 1000 + "GT" + "N" * 257,  # runs of several pieces
 ])
 def test_genome_unpacked_on_the_device(device, sequence):
     codes = encode(sequence)
@@ -158,3 +159,18 @@ def test_a_failed_build_shows_the_compiler_messages(monkeypatch, capfd):
         device_module.Device().program(("genome.cl",), {"UNUSED": 2})
     assert "error" in str(failure.value).lower()
     assert capfd.readouterr().err == ""
+
+
+def test_n_runs_are_cut_into_pieces_that_cover_them_exactly():
+    runs = np.array([[0, 3], [10, 10 + 3 * RUN_PIECE], [5000, 5000 + RUN_PIECE + 1]])
+    pieces = run_pieces(runs)
+    assert np.all(pieces[:, 1] - pieces[:, 0] <= RUN_PIECE) and np.all(pieces[:, 1] > pieces[:, 0])
+    covered = np.zeros(6000, bool)
+    for start, end in pieces:
+        assert not covered[start:end].any()
+        covered[start:end] = True
+    expected = np.zeros(6000, bool)
+    for start, end in runs:
+        expected[start:end] = True
+    assert np.array_equal(covered, expected) and len(pieces) == 1 + 3 + 2
+    assert run_pieces(np.zeros((0, 2))).shape == (0, 2)
