@@ -23,9 +23,11 @@
  * column m - L + i) are the locus' distance D(L, m), every cell of that diagonal holds its
  * prefix's mismatches (a cheaper path into one would make a cheaper one into (L, m)), so each
  * step back passes the diagonal's tie test and the walk is the diagonal. h = D(L, m) wherever
- * h <= 1: D <= h always, and D = 0 only on the diagonal itself.
+ * h <= 1: D <= h always, and D = 0 only on the diagonal itself. For 1 < h <= k, D(L, m) is
+ * computed by Myers' bit-vectors over the slice (slice_distance: far fewer steps than the
+ * table's cells), and the diagonal is taken where they agree.
  *
- * Needs -D MAX_LEN= (longest read) and -D MAX_K= (largest k). */
+ * Needs extend.cl, -D MAX_LEN= (longest read) and -D MAX_K= (largest k). */
 
 #define BAND (2 * MAX_K + 1)
 #define BAND_WORDS ((BAND + 31) / 32)
@@ -41,6 +43,20 @@ inline void zero_from(__global uchar *row, uint from)
 {
     for (uint j = from; j < OPS_WIDTH; ++j)
         row[j] = 0;
+}
+
+/* D(L, m): the read's least distance to a substring of text[0, m) ending at m - 1, or some
+ * value above h once it surely exceeds h (the bottom cell falls by at most 1 a column). */
+inline int slice_distance(__global const uchar *read, uint length, __global const uchar *text, int m, int h)
+{
+    uint words = (length + WORD_BITS - 1u) / WORD_BITS, last = (length - 1u) % WORD_BITS;
+    ulong peq[MAX_WORDS * 4], pv[MAX_WORDS], mv[MAX_WORDS];
+    read_masks(read, length, peq);
+    reset_column(words, pv, mv);
+    int score = (int)length;
+    for (int j = 0; j < m && score - (m - j) <= h; ++j)
+        score += next_column(peq, pv, mv, words, last, text[j]);
+    return score;
 }
 
 __kernel void traceback(__global const uchar *read_codes, __global const uint *read_offset,
@@ -66,12 +82,12 @@ __kernel void traceback(__global const uchar *read_codes, __global const uint *r
         /* the diagonal's operations written as they are counted: the table's walk below writes
            the whole row again where there are more than one */
         int h = 0;
-        for (int i = 0; i < length && h <= 1; ++i) {
+        for (int i = 0; i < length && h <= (int)k; ++i) {
             bool mismatch = read[i] >= 4 || read[i] != text[m - length + i];
             row[i] = mismatch ? OP_MISMATCH : OP_MATCH;
             h += mismatch;
         }
-        if (h <= min(1, (int)k)) {
+        if (h <= (int)k && (h <= 1 || slice_distance(read, (uint)length, text, m, h) == h)) {
             zero_from(row, (uint)length);
             starts[t] = a + (uint)(m - length);
             counts[t] = (uint)length;

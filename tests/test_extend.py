@@ -435,3 +435,35 @@ def test_alignment_strings_by_hand() -> None:
     assert alignment_strings(row, 11, with_n, 2, iupac) == ("5M2D1M2I1M", 6, "2G1R0^YC2")
     assert alignment_strings_batch(row[None], np.array([11]), with_n, np.array([2]), iupac)[2] == ["2G1R0^YC2"]
     assert alignment_strings(row, 2, genome, 2) == ("2M", 0, "2")
+
+
+def diagonal_mismatches(read: np.ndarray, genome: np.ndarray, end: int) -> int:
+    """h of cl/traceback.cl: the read's mismatches along the diagonal ending at genome end."""
+    text = genome[end + 1 - len(read) : end + 1]
+    return int(np.count_nonzero((read >= 4) | (read != text)))
+
+
+def test_tracebacks_where_the_end_diagonal_has_several_mismatches(device) -> None:
+    """Loci whose end diagonal holds 2 to k mismatches: the diagonal itself where that is the
+    distance (substitutions only), the table where an indel near the read's start costs less."""
+    rng = np.random.default_rng(12)
+    genome = rng.integers(0, 4, 3000).astype(np.uint8)
+    k, reads, ends, cases = 5, [], [], []
+    for i in range(60):
+        at = 100 + 40 * i
+        read = genome[at : at + 100].copy()
+        if i % 3 == 0:  # substitutions: the diagonal is the alignment
+            for p in rng.choice(np.arange(5, 95), 2 + i % 4, replace=False):
+                read[p] = (read[p] + 1 + rng.integers(0, 3)) % 4
+        elif i % 3 == 1:  # a base deleted near the start: one edit, several mismatches along the diagonal
+            read = np.concatenate([genome[at - 1 : at + 2], genome[at + 3 : at + 100]])
+        else:  # a base inserted near the start
+            read = np.concatenate([genome[at : at + 2], [(genome[at + 2] + 2) % 4], genome[at + 2 : at + 99]])
+        reads.append(read.astype(np.uint8))
+        ends.append(at + 99)
+        cases.append(diagonal_mismatches(reads[-1], genome, ends[-1]))
+    loci = (np.arange(60), np.array(ends), np.zeros(60, np.int64))
+    check_tracebacks(device, reads, genome, loci, k, np.array([0]), [genome])
+    dist = [align.traceback(r, genome, e, k).dist for r, e in zip(reads, ends)]
+    several = [(h, d) for h, d in zip(cases, dist) if 2 <= h <= k]
+    assert any(h == d for h, d in several) and any(h > d for h, d in several)
