@@ -27,7 +27,13 @@
  * computed by Myers' bit-vectors over the slice (slice_distance: far fewer steps than the
  * table's cells), and the diagonal is taken where they agree.
  *
- * Needs extend.cl, -D MAX_LEN= (longest read) and -D MAX_K= (largest k). */
+ * On a CPU (TRACE_BITS=1) the table is not kept: Myers' bit-vectors of every column of the slice
+ * are (trace_by_columns), and the walk back reads the cells it tests from them. They are the full
+ * table's values, whose walk is the band's (above), and take far fewer steps than the band's
+ * cells. A GPU keeps the band: the columns take kilobytes of private memory a work-item.
+ *
+ * Needs extend.cl, -D MAX_LEN= (longest read), -D MAX_K= (largest k), -D MAX_WORDS= and
+ * -D TRACE_BITS= (0 or 1). */
 
 #define BAND (2 * MAX_K + 1)
 #define BAND_WORDS ((BAND + 31) / 32)
@@ -59,6 +65,76 @@ inline int slice_distance(__global const uchar *read, uint length, __global cons
     return score;
 }
 
+#if TRACE_BITS
+#define COLUMNS (MAX_LEN + MAX_K + 1)
+
+/* D[i] of a column of the free-start table from its vertical deltas (D[0] = 0). */
+inline int column_value(const ulong *pv, const ulong *mv, int i)
+{
+    int value = 0;
+    for (int w = 0; w < MAX_WORDS && (int)WORD_BITS * w < i; ++w) {
+        int rows = min((int)WORD_BITS, i - (int)WORD_BITS * w);
+        ulong below = rows == (int)WORD_BITS ? ~0UL : (1UL << rows) - 1UL;
+        value += (int)popcount(pv[w] & below) - (int)popcount(mv[w] & below);
+    }
+    return value;
+}
+
+/* The canonical alignment of the read against text[0, m) ending at m - 1, walked back from (L, m)
+ * over the vertical deltas of every column (column j after text base j - 1): into row (its
+ * operations first to last, zeros after), its start in the slice at *start; returns the count
+ * of operations, or 0 when D(L, m) > k. */
+inline uint trace_by_columns(__global const uchar *read, int length, __global const uchar *text, int m, uint k,
+                             __global uchar *row, int *start)
+{
+    uint words = ((uint)length + WORD_BITS - 1u) / WORD_BITS, last = ((uint)length - 1u) % WORD_BITS;
+    ulong peq[MAX_WORDS * 4], pvs[COLUMNS * MAX_WORDS], mvs[COLUMNS * MAX_WORDS];
+    read_masks(read, (uint)length, peq);
+    reset_column(words, pvs, mvs);
+    for (int j = 1; j <= m; ++j) {
+        for (uint w = 0; w < words; ++w) {
+            pvs[j * MAX_WORDS + w] = pvs[(j - 1) * MAX_WORDS + w];
+            mvs[j * MAX_WORDS + w] = mvs[(j - 1) * MAX_WORDS + w];
+        }
+        next_column(peq, pvs + j * MAX_WORDS, mvs + j * MAX_WORDS, words, last, text[j - 1]);
+    }
+    int d = column_value(pvs + m * MAX_WORDS, mvs + m * MAX_WORDS, length);
+    if (d > (int)k)
+        return 0u;
+    uchar walked[MAX_LEN + MAX_K];  /* last to first */
+    uint count = 0;
+    int i = length, j = m;
+    while (i > 0) {
+        int r = i - 1;
+        ulong bit = 1UL << (r % (int)WORD_BITS);
+        int at = j * MAX_WORDS + r / (int)WORD_BITS;
+        int up = d - ((pvs[at] & bit) ? 1 : (mvs[at] & bit) ? -1 : 0);  /* D[i - 1][j] */
+        uchar code = read[r];
+        bool mismatch = j > 0 && (code >= 4 || code != text[j - 1]);
+        int diag = j > 0 ? column_value(pvs + (j - 1) * MAX_WORDS, mvs + (j - 1) * MAX_WORDS, r) + mismatch : d + 1;
+        if (diag == d) {
+            walked[count++] = mismatch ? OP_MISMATCH : OP_MATCH;
+            d -= mismatch;
+            --i;
+            --j;
+        } else if (up + 1 == d) {
+            walked[count++] = OP_INS;
+            d = up;
+            --i;
+        } else {
+            walked[count++] = OP_DEL;
+            --d;
+            --j;
+        }
+    }
+    for (uint o = 0; o < count; ++o)
+        row[o] = walked[count - 1u - o];
+    zero_from(row, count);
+    *start = j;
+    return count;
+}
+#endif
+
 __kernel void traceback(__global const uchar *read_codes, __global const uint *read_offset,
                         __global const uint *read_length, __global const uchar *genome,
                         __global const uint *loci_read, __global const uint *loci_end,
@@ -87,7 +163,7 @@ __kernel void traceback(__global const uchar *read_codes, __global const uint *r
             row[i] = mismatch ? OP_MISMATCH : OP_MATCH;
             h += mismatch;
         }
-        if (h <= (int)k && (h <= 1 || slice_distance(read, (uint)length, text, m, h) == h)) {
+        if (h <= (int)k && (h <= 1 || (!TRACE_BITS && slice_distance(read, (uint)length, text, m, h) == h))) {
             zero_from(row, (uint)length);
             starts[t] = a + (uint)(m - length);
             counts[t] = (uint)length;
@@ -95,6 +171,16 @@ __kernel void traceback(__global const uchar *read_codes, __global const uint *r
         }
     }
 
+#if TRACE_BITS
+    int start = 0;
+    uint walked = trace_by_columns(read, length, text, m, k, row, &start);
+    starts[t] = walked ? a + (uint)start : UINT_MAX;
+    counts[t] = walked;
+    if (!walked) {
+        zero_from(row, 0u);
+        atomic_inc(untraced);
+    }
+#else
     /* Bit b of a row: the move back from band cell b is diagonal, or else I; neither is D. */
     uint diag_bits[MAX_LEN * BAND_WORDS], ins_bits[MAX_LEN * BAND_WORDS];
     int prev[BAND + 1], cur[BAND + 1];
@@ -183,4 +269,5 @@ __kernel void traceback(__global const uchar *read_codes, __global const uint *r
         }
         row[--at] = op;
     }
+#endif
 }

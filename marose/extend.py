@@ -95,16 +95,20 @@ def max_k(k: int) -> int:
     return max(8, _power_of_two_at_least(k))
 
 
-def alignment_defines(device: Device, longest: int, k: int, merge_windows: bool = True) -> dict:
+def alignment_defines(device: Device, longest: int, k: int, merge_windows: bool = True,
+                      by_columns: bool | None = None) -> dict:
     """Build options of the alignment kernels for reads up to `longest` bases and k edits on a
     device. On a CPU, row_loci asks for the next window's genome bytes while it aligns one
     (20,000 H3 reads on the 2-core machine: row_loci 0.151 → 0.096 s); a GPU hides that wait
     behind other work-items already. merge_windows: row_loci's merging of near windows (the loci
     are the same without it; tests turn it off). Whether row_loci runs its pre-alignment filter
-    is an argument, so that a map whose filter over candidates ran first builds no second program."""
+    is an argument, so that a map whose filter over candidates ran first builds no second program.
+    by_columns: the traceback walks Myers' columns instead of a table (TRACE_BITS; default: on a
+    CPU, where it ran 2.5-2.8x as fast on 2 x 150 bp pairs, BENCHMARKS.md)."""
     words = max_words(longest)
     return {"MAX_WORDS": words, "MAX_LEN": WORD_BITS * words, "MAX_K": max_k(k), "PREFETCH": int(device.prefetches),
-            "MERGE_WINDOWS": int(merge_windows), "LANES": prefilter.LANES}
+            "MERGE_WINDOWS": int(merge_windows), "LANES": prefilter.LANES,
+            "TRACE_BITS": int(device.is_cpu if by_columns is None else by_columns)}
 
 
 def _check_k(k: int) -> None:
@@ -437,7 +441,7 @@ class DeviceTracebacks:
 
 
 def trace(device: Device, reads: ReadsLike, genome_buffer, loci_read: np.ndarray,
-          loci_end: np.ndarray, slice_start: np.ndarray, k: int) -> DeviceTracebacks:
+          loci_end: np.ndarray, slice_start: np.ndarray, k: int, by_columns: bool | None = None) -> DeviceTracebacks:
     """tracebacks, with the operations left on the device."""
     _check_k(k)
     batch = upload_reads(device, reads)
@@ -447,14 +451,15 @@ def trace(device: Device, reads: ReadsLike, genome_buffer, loci_read: np.ndarray
     if loci_read.size and ((slice_start > loci_end).any() or loci_end.max() >= genome_buffer.size):
         raise ValueError("a locus ends before its slice starts or past the end of the genome")
     return trace_on_device(device, batch, genome_buffer, device.to_device(loci_read), device.to_device(loci_end),
-                           device.to_device(slice_start), loci_read.size, k)
+                           device.to_device(slice_start), loci_read.size, k, by_columns)
 
 
 def trace_on_device(device: Device, reads: DeviceReads, genome_buffer, loci_read, loci_end, slice_start,
-                    n: int, k: int) -> DeviceTracebacks:
-    """trace of n loci whose reads, ends and slice starts are buffers on the device."""
+                    n: int, k: int, by_columns: bool | None = None) -> DeviceTracebacks:
+    """trace of n loci whose reads, ends and slice starts are buffers on the device (by_columns:
+    as alignment_defines takes it)."""
     longest = int(reads.lengths.max()) if reads.lengths.size else 1
-    defines = alignment_defines(device, longest, k)
+    defines = alignment_defines(device, longest, k, by_columns=by_columns)
     width = defines["MAX_LEN"] + defines["MAX_K"]
     starts, counts, ops = device.empty(4 * n), device.empty(4 * n), device.empty(n * width)
     untraced = device.zeros(4)
@@ -482,7 +487,7 @@ class DeviceHits:
 
 
 def tracebacks(device: Device, reads: ReadsLike, genome_buffer, loci_read: np.ndarray,
-               loci_end: np.ndarray, slice_start: np.ndarray, k: int
+               loci_end: np.ndarray, slice_start: np.ndarray, k: int, by_columns: bool | None = None
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Canonical alignments of loci: (start int64, ops (n, width) uint8, op count int64).
 
@@ -492,7 +497,7 @@ def tracebacks(device: Device, reads: ReadsLike, genome_buffer, loci_read: np.nd
     count[t] entries, zero after. A locus with no alignment within k edits ending
     there gets count 0 and start -1.
     """
-    traced = trace(device, reads, genome_buffer, loci_read, loci_end, slice_start, k)
+    traced = trace(device, reads, genome_buffer, loci_read, loci_end, slice_start, k, by_columns)
     n = traced.n
     ops = device.read(traced.ops, np.uint8, n * traced.width).reshape(n, traced.width)
     count = device.read(traced.count, np.uint32, n).astype(np.int64)
