@@ -8,6 +8,10 @@ it writes, which is removed and synced away before each of its runs (replacing a
 moment ago waits for its writeback). The commands take turns, round after round, so that a
 machine's drift touches all of them alike. Prints each round's seconds and, for every other
 command, its seconds divided by the first command's (how many times faster the first is).
+
+To compare marose checkouts (`PYTHONPATH=CHECKOUT python -m marose.cli ...`), run it from a folder
+that holds no marose/: `python -m` puts the current folder first on the import path, so from a
+checkout's own folder every command imports that checkout.
 """
 
 from __future__ import annotations
