@@ -19,12 +19,15 @@ __kernel void both_strands(__global const uchar *seqs, __global const uint *seq_
     __global const uchar *read = seqs + seq_offset[r];
     __global uchar *forward = out + (size_t)(2u * r) * width, *reverse = forward + width;
     uint length = seq_offset[r + 1] - seq_offset[r], n_bases = 0;
-    for (uint j = 0; j < width; ++j) {
-        uchar code = j < length ? base_code(read[j]) : 4;
+    for (uint j = 0; j < length; ++j) {
+        uchar code = base_code(read[j]);
         forward[j] = code;
-        n_bases += j < length && code > 3;
-        uchar mate = j < length ? base_code(read[length - 1u - j]) : 4;
-        reverse[j] = mate < 4 ? 3 - mate : 4;
+        n_bases += code > 3;
+        reverse[length - 1u - j] = code < 4 ? 3 - code : 4;
+    }
+    for (uint j = length; j < width; ++j) {
+        forward[j] = 4;
+        reverse[j] = 4;
     }
     n_count[r] = n_bases;
 }
