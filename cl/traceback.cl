@@ -155,15 +155,16 @@ __kernel void traceback(__global const uchar *read_codes, __global const uint *r
     int shift = m - length - (int)k;  /* column j of band cell b in row i is i + shift + b */
     __global uchar *row = ops + (size_t)t * OPS_WIDTH;
     if (m >= length) {
-        /* the diagonal's operations written as they are counted: the table's walk below writes
-           the whole row again where there are more than one */
-        int h = 0;
-        for (int i = 0; i < length && h <= (int)k; ++i) {
+        /* the diagonal's operations written as they are counted: the walk below writes the whole
+           row again where there are more mismatches than the diagonal may take (the columns'
+           walk finds such a diagonal itself) */
+        int h = 0, most = TRACE_BITS ? min(1, (int)k) : (int)k;
+        for (int i = 0; i < length && h <= most; ++i) {
             bool mismatch = read[i] >= 4 || read[i] != text[m - length + i];
             row[i] = mismatch ? OP_MISMATCH : OP_MATCH;
             h += mismatch;
         }
-        if (h <= (int)k && (h <= 1 || (!TRACE_BITS && slice_distance(read, (uint)length, text, m, h) == h))) {
+        if (h <= most && (h <= 1 || slice_distance(read, (uint)length, text, m, h) == h)) {
             zero_from(row, (uint)length);
             starts[t] = a + (uint)(m - length);
             counts[t] = (uint)length;
