@@ -104,7 +104,7 @@ def alignment_defines(device: Device, longest: int, k: int, merge_windows: bool 
     are the same without it; tests turn it off). Whether row_loci runs its pre-alignment filter
     is an argument, so that a map whose filter over candidates ran first builds no second program.
     by_columns: the traceback walks Myers' columns instead of a table (TRACE_BITS; default: on a
-    CPU, where it ran 2.5-2.8x as fast on 2 x 150 bp pairs, BENCHMARKS.md)."""
+    CPU, where it ran 2.5-4x as fast on loci with an indel: scripts/probes/traceback_probe.py)."""
     words = max_words(longest)
     return {"MAX_WORDS": words, "MAX_LEN": WORD_BITS * words, "MAX_K": max_k(k), "PREFETCH": int(device.prefetches),
             "MERGE_WINDOWS": int(merge_windows), "LANES": prefilter.LANES,
