@@ -34,7 +34,7 @@ from marose.reference import Reference
 
 from . import SUFFIX
 from .build import IndexParams, Segment, SegmentSink
-from .verified import VerifiedFiles
+from .verified import VerifiedFiles, remember_written
 
 FORMAT = "marose-index"
 VERSION = 2  # 1: segments were ranges of the genome
@@ -214,6 +214,7 @@ class IndexWriter:
             os.rename(self.path, old)
         os.rename(self.tmp, self.path)
         shutil.rmtree(old, ignore_errors=True)
+        remember_written(self.path, self.files)
 
     def abort(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)

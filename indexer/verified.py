@@ -1,6 +1,7 @@
-"""Index files whose checksum has passed, remembered by their identity (device, inode, size,
-modification and change times), so that `marose map` reads and checksums a file again only after
-it changes, as git and make trust a file's times. An index copied, rebuilt or written into gets new
+"""Index files whose checksum has passed, or whose writer computed it as it wrote them (a new
+index), remembered by their identity (device, inode, size, modification and change times), so
+that `marose map` reads and checksums a file again only after it changes, as git and make trust
+a file's times. An index copied, rebuilt or written into gets new
 times or a new inode and is checked again.
 
 A file changed within RACY_NS of its check is not remembered: on a file system with coarse
@@ -18,6 +19,7 @@ import time
 
 FILE_NAME = "verified-index-files.json"
 RACY_NS = 2_000_000_000
+WAIT_ABOVE = 4 << 30  # bytes the mapper checksums in about RACY_NS (24 GB took 12.2 s)
 
 
 def cache_dir() -> str:
@@ -31,6 +33,22 @@ def identity(path: str, crc32: int) -> list[int]:
     """What must be unchanged for a file's earlier check to stand (its expected checksum too)."""
     st = os.stat(path)
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, crc32]
+
+
+def remember_written(directory: str, files: dict) -> None:
+    """Remember a new index's files as passed: its writer computed each file's CRC-32 from the
+    bytes it wrote, so the first map after a build need not read them all back. Files changed
+    within RACY_NS are left to that map's check, unless they hold more than WAIT_ABOVE bytes:
+    then the rest of the window is waited out. files: the manifest's entries (name: spec)."""
+    crcs = {os.path.join(directory, name): spec["crc32"] for name, spec in files.items()}
+    changed = {path: max(st.st_mtime_ns, st.st_ctime_ns) for path, st in ((p, os.stat(p)) for p in crcs)}
+    racy = [path for path, ns in changed.items() if time.time_ns() - ns < RACY_NS]
+    if sum(os.path.getsize(path) for path in racy) > WAIT_ABOVE:
+        time.sleep(max(0, max(changed[path] for path in racy) + RACY_NS - time.time_ns()) / 1e9)
+    verified = VerifiedFiles()
+    for path, crc32 in crcs.items():
+        verified.add(path, crc32)
+    verified.save()
 
 
 class VerifiedFiles:

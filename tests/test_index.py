@@ -339,6 +339,28 @@ def test_a_file_is_checksummed_again_only_after_it_changes(saved_index, counted_
         store.check_checksums(index)
 
 
+def test_a_new_index_is_remembered_as_written_and_checked_again_once_changed(tmp_path, counted_checksums,
+                                                                              monkeypatch):
+    """The writer's own CRC-32s stand for the first map's check; a racy window holding more than
+    WAIT_ABOVE bytes is waited out, else its files are left to that check."""
+    monkeypatch.setattr(verified, "RACY_NS", 300_000_000)
+    params = IndexParams("########", 7, 1 << 26)
+    ref, segments = build_all(LAMBDA, params)
+    for wait_above, checked_after_build in ((1 << 40, True), (0, False)):
+        path = str(tmp_path / f"{wait_above}.marose")
+        monkeypatch.setattr(verified, "WAIT_ABOVE", wait_above)
+        writer = store.IndexWriter(path, params, ref, LAMBDA)
+        writer.add_segment(segments[0])
+        writer.commit()
+        index = store.load(path, verify=False)
+        del counted_checksums[:]
+        store.check_checksums(index)
+        assert len(counted_checksums) == (len(index.manifest["files"]) if checked_after_build else 0)
+    flip_byte(f"{path}/seg000.positions", 8)
+    with pytest.raises(MaroseError, match="seg000.positions.*corrupted"):
+        store.check_checksums(index)
+
+
 def test_a_file_changed_moments_before_its_check_is_not_remembered(saved_index, counted_checksums):
     index = store.load(saved_index, verify=False)
     store.check_checksums(index)
