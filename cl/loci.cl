@@ -6,20 +6,10 @@
  * ends/dists, or at src[t] - RERUN in rerun_ends/rerun_dists when row_loci ran again for it.
  * Read r's kept loci go to [out_base[r], out_base[r + 1]).
  *
- * A work-item per read: a walk over its loci counts those of each distance below HIST (or
- * until the kept ones all lie at distance 0), and a second writes each kept one at its
- * distance's next place, until all are written; loci of HIST or more (k >= HIST) follow, a walk
- * for each distance. No scratch memory beyond the counts: most reads have a few loci, and a read
- * of many loci walks them at most twice instead of up to k + 1 times. Needs search.cl. */
+ * A work-item per read walks its loci once for each distance, until the kept ones are written:
+ * no scratch memory, and most reads have a few loci. Needs search.cl. */
 
 #define RERUN 0x80000000u
-#define HIST 32
-
-/* Task t's loci: their ends and distances. */
-#define TASK_LOCI(t)                                                                  \
-    uint at = src[t] & ~RERUN;                                                        \
-    __global const uint *end = (src[t] & RERUN ? rerun_ends : ends) + at;             \
-    __global const uchar *dist = (src[t] & RERUN ? rerun_dists : dists) + at;
 
 __kernel void best_loci(__global const uint *task_base, __global const uint *src,
                         __global const uint *found, __global const uint *ends,
@@ -32,41 +22,11 @@ __kernel void best_loci(__global const uint *task_base, __global const uint *src
         return;
     uint first = task_base[2 * r], reverse = task_base[2 * r + 1], last = task_base[2 * r + 2];
     uint slot = out_base[r], limit = out_base[r + 1];
-    if (slot == limit)
-        return;
-    uint next[HIST], stop[HIST];  /* distance d's next place and the end of its places */
-    for (uint d = 0; d < HIST; ++d)
-        next[d] = 0;
-    uint wanted = limit - slot;  /* once that many lie at distance 0, the rest need no counting */
-    for (uint t = first; t < last && next[0] < wanted; ++t) {
-        TASK_LOCI(t)
-        for (uint j = 0; j < found[t] && next[0] < wanted; ++j)
-            if (dist[j] < HIST)
-                ++next[dist[j]];
-    }
-    for (uint d = 0; d < HIST; ++d) {
-        uint n = next[d];
-        next[d] = slot;
-        slot = min(slot + n, limit);
-        stop[d] = slot;
-    }
-    uint left = slot - out_base[r];  /* places left for distances below HIST */
-    for (uint t = first; t < last && left > 0; ++t) {
-        TASK_LOCI(t)
-        for (uint j = 0; j < found[t]; ++j) {
-            uint d = dist[j];
-            if (d < HIST && next[d] < stop[d]) {
-                out_row[next[d]] = t < reverse ? 2 * r : 2 * r + 1;
-                out_end[next[d]] = end[j];
-                out_dist[next[d]] = (uchar)d;
-                ++next[d];
-                --left;
-            }
-        }
-    }
-    for (uint d = HIST; d <= k && slot < limit; ++d)
+    for (uint d = 0; d <= k && slot < limit; ++d)
         for (uint t = first; t < last && slot < limit; ++t) {
-            TASK_LOCI(t)
+            uint at = src[t] & ~RERUN;
+            __global const uint *end = (src[t] & RERUN ? rerun_ends : ends) + at;
+            __global const uchar *dist = (src[t] & RERUN ? rerun_dists : dists) + at;
             for (uint j = 0; j < found[t] && slot < limit; ++j)
                 if (dist[j] == d) {
                     out_row[slot] = t < reverse ? 2 * r : 2 * r + 1;
