@@ -17,7 +17,8 @@
 # seconds and the peak memory of its process tree, one JSON line each in $H/runs.jsonl.
 set -euo pipefail
 export MAROSE_CACHE_DIR=${MAROSE_CACHE_DIR:-$PWD/bench/h/cache}
-. scripts/device_env.sh
+device_env() { . scripts/device_env.sh; }  # in a function: sourced bare, it would take this script's arguments as genomes
+device_env
 h=${H:-bench/h}
 mkdir -p $h
 run() { python3 scripts/peak_memory.py -o $h/runs.jsonl -- "$@"; }
