@@ -2,12 +2,15 @@
  * by tasks (cl/extend.cl). A read's loci are its rows' (forward strand, then reverse) in task
  * order, each task's by position; they are ordered by distance, ties kept in that order.
  *
- * Row r's tasks are [task_base[r], task_base[r + 1]); task t's found[t] loci lie at src[t] in
- * ends/dists, or at src[t] - RERUN in rerun_ends/rerun_dists when row_loci ran again for it.
- * Read r's kept loci go to [out_base[r], out_base[r + 1]).
+ * Row r's tasks are [task_base[r], task_base[r + 1]), those that found loci first (row_counts
+ * puts them there); task t's found[t] loci lie at src[t] in ends/dists, or at src[t] - RERUN in
+ * rerun_ends/rerun_dists when row_loci ran again for it. Read r's kept loci go to
+ * [out_base[r], out_base[r + 1]).
  *
- * A work-item per read walks its loci once for each distance, until the kept ones are written:
- * no scratch memory, and most reads have a few loci. Needs search.cl. */
+ * A work-item per read walks its tasks with loci once for each distance, until the kept ones are
+ * written: no scratch memory, and most reads have a few loci. A read of many candidates has
+ * many tasks (one per SLICE candidates), most of them without loci, which it no longer visits.
+ * Needs search.cl. */
 
 #define RERUN 0x80000000u
 
@@ -23,30 +26,45 @@ __kernel void best_loci(__global const uint *task_base, __global const uint *src
     uint first = task_base[2 * r], reverse = task_base[2 * r + 1], last = task_base[2 * r + 2];
     uint slot = out_base[r], limit = out_base[r + 1];
     for (uint d = 0; d <= k && slot < limit; ++d)
-        for (uint t = first; t < last && slot < limit; ++t) {
-            uint at = src[t] & ~RERUN;
-            __global const uint *end = (src[t] & RERUN ? rerun_ends : ends) + at;
-            __global const uchar *dist = (src[t] & RERUN ? rerun_dists : dists) + at;
-            for (uint j = 0; j < found[t] && slot < limit; ++j)
-                if (dist[j] == d) {
-                    out_row[slot] = t < reverse ? 2 * r : 2 * r + 1;
-                    out_end[slot] = end[j];
-                    out_dist[slot] = (uchar)d;
-                    ++slot;
-                }
+        for (uint strand = 0; strand < 2u; ++strand) {
+            uint stop = strand ? last : reverse;
+            for (uint t = strand ? reverse : first; t < stop && found[t] && slot < limit; ++t) {
+                uint at = src[t] & ~RERUN;
+                __global const uint *end = (src[t] & RERUN ? rerun_ends : ends) + at;
+                __global const uchar *dist = (src[t] & RERUN ? rerun_dists : dists) + at;
+                for (uint j = 0; j < found[t] && slot < limit; ++j)
+                    if (dist[j] == d) {
+                        out_row[slot] = 2 * r + strand;
+                        out_end[slot] = end[j];
+                        out_dist[slot] = (uchar)d;
+                        ++slot;
+                    }
+            }
         }
 }
 
-/* The loci of each of n_rows rows: the sum of its tasks' found counts. */
-__kernel void row_counts(__global const uint *task_base, __global const uint *found, uint n_rows,
+/* The loci of each of n_rows rows: the sum of its tasks' found counts. The tasks that found loci
+ * move, in order, to the front of the row's tasks (found and src), and the places they leave get
+ * found 0: best_loci walks a row's tasks only up to the first without loci. */
+__kernel void row_counts(__global const uint *task_base, __global uint *found, __global uint *src, uint n_rows,
                          __global uint *count)
 {
     uint r = get_global_id(0);
     if (r >= n_rows)
         return;
-    uint sum = 0;
-    for (uint t = task_base[r]; t < task_base[r + 1]; ++t)
-        sum += found[t];
+    uint sum = 0, to = task_base[r];
+    for (uint t = task_base[r]; t < task_base[r + 1]; ++t) {
+        uint n = found[t];
+        if (n == 0)
+            continue;
+        sum += n;
+        if (to < t) {
+            found[to] = n;
+            src[to] = src[t];
+            found[t] = 0;
+        }
+        ++to;
+    }
     count[r] = sum;
 }
 

@@ -188,8 +188,9 @@ def prefix_rejects(device: Device, reads: ReadsLike, genome_buffer, cand_read: n
 @dataclass
 class RowLoci:
     """Loci of every row (read strand) of a batch as row_loci leaves them on the device: row r's
-    tasks are [task_base[r], task_base[r + 1]); task t found found[t] loci, by position, at src[t]
-    of ends/dists, or at src[t] - RERUN of the rerun's buffers."""
+    tasks are [task_base[r], task_base[r + 1]), those that found loci first (row_counts); task t
+    found found[t] loci, by position, at src[t] of ends/dists, or at src[t] - RERUN of the
+    rerun's buffers."""
 
     count: np.ndarray  # loci per row, int64
     candidates: np.ndarray  # distinct candidates per row
@@ -319,12 +320,18 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
         dists.append(device.empty(int(offsets[-1])))
         device.launch(kernel, groups(rerun, 64), None, *arguments, over_task, device.to_device(offsets),
                       np.uint32(rerun), *results, ends[1], dists[1], n_over, over_task, over_found, n_aligned)
-    count = device.empty(4 * n_rows)
-    device.launch(device.kernel(PLAIN, "row_counts"), groups(n_rows, 64), None, task_base_buffer, found,
-                  np.uint32(n_rows), count)
-    return RowLoci(device.read(count, np.uint32, n_rows).astype(np.int64), candidate_count,
+    return RowLoci(row_counts(device, task_base_buffer, found, src, n_rows), candidate_count,
                    int(device.read(n_aligned, np.uint32, 1)[0]), task_base, found, src, (ends[0], ends[-1]),
                    (dists[0], dists[-1]), task_base_buffer, prefiltered=int(row_size.sum()))
+
+
+def row_counts(device: Device, task_base_buffer, found, src, n_rows: int) -> np.ndarray:
+    """The loci of each row (int64), its tasks that found loci moved, in order, to the front of
+    its tasks in found and src (cl/loci.cl)."""
+    count = device.empty(4 * n_rows)
+    device.launch(device.kernel(PLAIN, "row_counts"), groups(n_rows, 64), None, task_base_buffer, found, src,
+                  np.uint32(n_rows), count)
+    return device.read(count, np.uint32, n_rows).astype(np.int64)
 
 
 def _no_loci(device: Device, candidates: np.ndarray) -> RowLoci:

@@ -292,8 +292,9 @@ def expected_best(row: np.ndarray, end: np.ndarray, dist: np.ndarray, n_reads: i
 @pytest.mark.parametrize("max_hits", [None, 1, 3])
 def test_best_loci_equal_a_stable_sort(device, k: int, max_hits) -> None:
     """Tasks of random rows (some reads without any, a read with many tasks) whose loci lie in
-    regions out of task order, some in the rerun's buffers: best_loci == a stable sort by read
-    and distance, cut to max_hits."""
+    regions out of task order, some in the rerun's buffers: row_counts moves the tasks with loci
+    to the front of their rows, and best_loci == a stable sort by read and distance, cut to
+    max_hits."""
     rng = np.random.default_rng(k)
     n_reads = 40
     task_row = np.sort(np.concatenate([rng.integers(0, 2 * n_reads - 10, 90), np.full(25, 2 * n_reads - 7)]))
@@ -314,6 +315,13 @@ def test_best_loci_equal_a_stable_sort(device, k: int, max_hits) -> None:
                    (device.to_device(ends), device.to_device(other_ends)),
                    (device.to_device(dists), device.to_device(other_dists)))
     end, dist = loci.read(device)
+    listed = extend.row_counts(device, device.to_device(task_base), loci.found, loci.src, 2 * n_reads)
+    assert listed.tolist() == count.tolist()
+    assert [a.tolist() for a in loci.read(device)] == [end.tolist(), dist.tolist()]
+    moved = device.read(loci.found, np.uint32, found.size)
+    for row in range(2 * n_reads):  # a row's tasks with loci lead, those without follow
+        mine = moved[task_base[row]:task_base[row + 1]]
+        assert (mine[:np.count_nonzero(mine)] > 0).all()
     want = expected_best(np.repeat(task_row.astype(np.int64), found), end, dist, n_reads, max_hits)
     got = best_loci(device, loci, n_reads, k, max_hits)
     for g, w in zip((got.n_loci, got.row, got.end, got.dist), want):
