@@ -1,8 +1,8 @@
 """Index files whose checksum has passed, or whose writer computed it as it wrote them (a new
 index), remembered by their identity (device, inode, size, modification and change times), so
 that `marose map` reads and checksums a file again only after it changes, as git and make trust
-a file's times. An index copied, rebuilt or written into gets new
-times or a new inode and is checked again.
+a file's times. An index copied, rebuilt or written into gets new times or a new inode and is
+checked again.
 
 A file changed within RACY_NS of its check is not remembered: on a file system with coarse
 times, a write in the same tick would leave them as they were. The list lives in

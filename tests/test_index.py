@@ -343,7 +343,7 @@ def test_a_new_index_is_remembered_as_written_and_checked_again_once_changed(tmp
                                                                               monkeypatch):
     """The writer's own CRC-32s stand for the first map's check; a racy window holding more than
     WAIT_ABOVE bytes is waited out, else its files are left to that check."""
-    monkeypatch.setattr(verified, "RACY_NS", 300_000_000)
+    monkeypatch.setattr(verified, "RACY_NS", 1_000_000_000)  # longer than writing lambda's index
     params = IndexParams("########", 7, 1 << 26)
     ref, segments = build_all(LAMBDA, params)
     for wait_above, checked_after_build in ((1 << 40, True), (0, False)):
