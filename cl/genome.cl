@@ -1,8 +1,8 @@
 /* The genome's base codes on the device, from its 2-bit packing (four bases a byte, the first
  * in the low bits; N stored as A) and its N runs: unpack_genome writes sixteen bases (four
  * bytes) per work-item, four stores of four where they are all in the genome, then
- * mark_n_runs writes code 4 over each run, a work-item per piece of a run (lookup.run_pieces). (Four-byte vectors: see
- * murmur3.cl on vector widths.) */
+ * mark_n_runs writes code 4 over each run, a work-item per piece of a run (lookup.run_pieces).
+ * (Four-byte vectors: see murmur3.cl on vector widths.) */
 
 inline uchar4 four_bases(uchar b)
 {

@@ -41,10 +41,10 @@ def remember_written(directory: str, files: dict) -> None:
     within RACY_NS are left to that map's check, unless they hold more than WAIT_ABOVE bytes:
     then the rest of the window is waited out. files: the manifest's entries (name: spec)."""
     crcs = {os.path.join(directory, name): spec["crc32"] for name, spec in files.items()}
-    changed = {path: max(st.st_mtime_ns, st.st_ctime_ns) for path, st in ((p, os.stat(p)) for p in crcs)}
-    racy = [path for path, ns in changed.items() if time.time_ns() - ns < RACY_NS]
-    if sum(os.path.getsize(path) for path in racy) > WAIT_ABOVE:
-        time.sleep(max(0, max(changed[path] for path in racy) + RACY_NS - time.time_ns()) / 1e9)
+    racy = [st for st in map(os.stat, crcs) if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS]
+    if sum(st.st_size for st in racy) > WAIT_ABOVE:
+        newest = max(max(st.st_mtime_ns, st.st_ctime_ns) for st in racy)
+        time.sleep(max(0, newest + RACY_NS - time.time_ns()) / 1e9)
     verified = VerifiedFiles()
     for path, crc32 in crcs.items():
         verified.add(path, crc32)
