@@ -81,7 +81,7 @@ inline seed_hash_t seed_hash(uint seed, __global const uint *hash_seed, __global
 /* Position ranges of n keys of one seed (empty where a key is not in the table). The hashes
  * are all evaluated before any slot is read, so that the slot reads (cache misses, mostly)
  * are independent of each other and overlap. */
-inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __global const uint *g,
+inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __global const uint2 *g,
                        __global const ushort *slot_key, __global const uint *slot_start, uint position_base)
 {
     uint slot[LOOKUP_BATCH];
@@ -99,8 +99,9 @@ inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __
 #endif
     for (uint j = 0; j < n; ++j) {
         uint v = slot[j];
-        found[j] = slot_key[v] == (ushort)keys[j] ? (uint2)(slot_start[v], slot_start[v + 1]) - position_base
-                                          : (uint2)(0u, 0u);
+        found[j] = v != NO_KEY && slot_key[v] == (ushort)keys[j]
+                       ? (uint2)(slot_start[v], slot_start[v + 1]) - position_base
+                       : (uint2)(0u, 0u);
     }
 }
 

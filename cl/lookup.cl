@@ -14,7 +14,7 @@ __kernel void lookup(__global const uint *seeds, __global const uint *keys, uint
     }
     uint base = vertex_offset[s];
     uint part = (vertex_offset[s + 1] - base) / 3u;
-    uint v = phf_slot(key, hash_seed[s], base, part, g);
-    uint end = slot_start[v + 1] - position_base;
-    ranges[i] = (uint2)(slot_key[v] == (ushort)key ? slot_start[v] - position_base : end, end);
+    uint k = phf_slot(key, hash_seed[s], base, part, g);
+    ranges[i] = k != NO_KEY && slot_key[k] == (ushort)key ? (uint2)(slot_start[k], slot_start[k + 1]) - position_base
+                                                          : (uint2)(0u, 0u);
 }

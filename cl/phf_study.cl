@@ -19,9 +19,10 @@ __kernel void phf_lookup(SEGMENT_TABLES, __global const uint *positions, __globa
         uint part = (vertex_offset[s + 1] - base) / 3u;
         FOR_EACH_VARIANT(query, LN, variant, {
             uint key = (uint)variant & (uint)((1UL << (2u * LN)) - 1UL);
-            uint v = phf_slot(key, hash, base, part, g);
-            uint end = slot_start[v + 1] - position_base;
-            uint begin = slot_key[v] == (ushort)key ? slot_start[v] - position_base : end;
+            uint k = phf_slot(key, hash, base, part, g);
+            bool hit = k != NO_KEY && slot_key[k] == (ushort)key;
+            uint begin = hit ? slot_start[k] - position_base : 0u;
+            uint end = hit ? slot_start[k + 1] - position_base : 0u;
             REPORT_RUN(positions, begin, end)
         });
     }

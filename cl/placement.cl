@@ -61,9 +61,11 @@ void pattern_costs(PATTERN_ARGS, __global const uchar *reads, __global const uin
             uint v = slot[j];
             /* the key as the table stores it: its low 8 sizeof(slot_key[0]) bits */
             uint stored = key[j] & (uint)(((ulong)1 << (8 * sizeof(slot_key[0]))) - 1);
-            uint c = min(slot_key[v] == stored ? slot_start[v + 1] - slot_start[v] : 0u, (uint)COST_CAP);
+            uint c = min(v != NO_KEY && slot_key[v] == stored ? slot_start[v + 1] - slot_start[v] : 0u,
+                         (uint)COST_CAP);
             if (E > 0) {
-                uint seed_count = slot_start[h[j].base + 3u * h[j].part] - slot_start[h[j].base];
+                uint seed_count = slot_start[vertex_rank(g, h[j].base + 3u * h[j].part)] -
+                                  slot_start[vertex_rank(g, h[j].base)];
                 c = min(SEED_SHARE * c + min(seed_count, (uint)COST_CAP), (uint)COST_CAP);
             }
             out[first + j] = c;

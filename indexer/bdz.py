@@ -164,17 +164,56 @@ def build(seed_of_key: np.ndarray, keys: np.ndarray, n_seeds: int) -> PerfectHas
     return PerfectHash(hash_seed, voff.astype(np.uint32), g, slot)
 
 
-def pack_g(g: np.ndarray) -> np.ndarray:
-    """Sixteen 2-bit values per uint32, vertex v at bits 2 (v mod 16)."""
-    padded = np.zeros(-(-g.size // 16) * 16, dtype=np.uint32)
+UNUSED = 3  # g of a vertex that holds no key: 0 mod 3, so the hash is unchanged
+
+
+def mark_unused(g: np.ndarray, slot: np.ndarray) -> np.ndarray:
+    """g with UNUSED on the vertices no key is assigned to (build leaves 0 on them)."""
+    held = np.zeros(g.size, dtype=bool)
+    held[slot] = True
+    if np.any(g[~held] % PARTS):
+        raise AssertionError("a vertex that holds no key has a g value other than 0")
+    return np.where(held, g, np.uint8(UNUSED)).astype(np.uint8)
+
+
+def pack_g(g: np.ndarray, keys_before: int = 0) -> np.ndarray:
+    """The g table as a flat uint32 array of pairs, one pair per 16 vertices: their 2-bit g
+    values (vertex v at bits 2 (v mod 16), UNUSED past the end), and the number of keys held by
+    the vertices before them (keys_before on the first)."""
+    padded = np.full(-(-g.size // 16) * 16, UNUSED, dtype=np.uint32)
     padded[: g.size] = g
+    blocks = padded.reshape(-1, 16)
     shifts = (2 * np.arange(16, dtype=np.uint32))[None, :]
-    return np.bitwise_or.reduce(padded.reshape(-1, 16) << shifts, axis=1).astype(np.uint32)
+    held = np.count_nonzero(blocks != UNUSED, axis=1)
+    ranks = keys_before + np.concatenate(([0], np.cumsum(held)[:-1])).astype(np.int64)
+    packed = np.empty((blocks.shape[0], 2), dtype=np.uint32)
+    packed[:, 0] = np.bitwise_or.reduce(blocks << shifts, axis=1)
+    packed[:, 1] = ranks
+    return packed.reshape(-1)
 
 
 def unpack_g(packed: np.ndarray, v: np.ndarray) -> np.ndarray:
     """g values of vertices v from the packed table."""
-    return ((packed[v >> 4] >> ((v & 15) * 2).astype(np.uint32)) & 3).astype(np.uint8)
+    v = np.asarray(v, dtype=np.int64)
+    return ((np.asarray(packed)[2 * (v >> 4)] >> ((v & 15) * 2).astype(np.uint32)) & 3).astype(np.uint8)
+
+
+def _popcount32(x: np.ndarray) -> np.ndarray:
+    x = x - ((x >> 1) & 0x55555555)
+    x = (x & 0x33333333) + ((x >> 2) & 0x33333333)
+    return (((x + (x >> 4)) & 0x0F0F0F0F) * 0x01010101 & 0xFFFFFFFF) >> 24
+
+
+def vertex_rank(packed: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The keys held by the vertices before v (a key's number in the per-key tables, when v
+    holds one), as cl/phf.cl vertex_rank counts them."""
+    v = np.asarray(v, dtype=np.int64)
+    packed = np.asarray(packed)
+    word = packed[2 * (v >> 4)].astype(np.int64)
+    within = v & 15
+    below = word & ((np.int64(1) << (2 * within)) - 1)
+    unused = below & (below >> 1) & 0x55555555
+    return packed[2 * (v >> 4) + 1].astype(np.int64) + within - _popcount32(unused)
 
 
 def build_by_size(seed_of_key: np.ndarray, keys: np.ndarray, n_seeds: int, small_builder, most_keys: int) -> PerfectHash:

@@ -20,11 +20,10 @@ from marose.reference import Reference
 
 from . import bdz
 
-# A slot keeps the low 16 bits of its key: the whole key up to 8 bases, else a fingerprint. An
-# absent key that hashes to a slot whose key shares them (2^-16 of them) finds that key's
-# positions, candidates that the alignment then rejects; it costs 2 bytes a vertex, not 4.
+# A key's slot keeps its low 16 bits: the whole key up to 8 bases, else a fingerprint. An absent
+# key that hashes to a vertex whose key shares them (2^-16 of them) finds that key's positions,
+# candidates that the alignment then rejects; it costs 2 bytes a key, not 4.
 FINGERPRINT = 0xFFFF
-EMPTY_KEY = np.uint16(FINGERPRINT)  # in slots no key hashes to (their position ranges are empty)
 MAX_TABLE = 2**32 - 1  # a segment's vertices and positions are numbered in uint32
 BIN_BASES = 6  # seeds are grouped into bins by their first bases; segments hold whole bins
 
@@ -58,7 +57,9 @@ class IndexParams(PatternShape):
 @dataclass
 class Segment:
     """The index of the seeds in [seed_lo, seed_hi): each seed's hash (hash_seed, vertex_offset
-    and g, indexed by seed - seed_lo), the key of each vertex and the start of its positions.
+    and g, indexed by seed - seed_lo) and, for each key in the order of the vertices that hold
+    them (its number is the rank that g gives its vertex, bdz.vertex_rank), the key's slot: its
+    fingerprint and the start of its positions.
 
     A segment cut from another for a device (part) keeps its parent's slot_start values:
     position_base is subtracted from them, and its positions start there."""
@@ -67,16 +68,16 @@ class Segment:
     seed_hi: int
     hash_seed: np.ndarray  # uint32 per seed
     vertex_offset: np.ndarray  # uint32 per seed + 1
-    g: np.ndarray  # packed, 16 vertices per uint32
-    slot_key: np.ndarray  # uint16 per vertex: the low 16 bits of its key (FINGERPRINT)
-    slot_start: np.ndarray  # uint32 per vertex + 1, into positions (+ position_base)
+    g: np.ndarray  # bdz.pack_g: uint32 pairs, 16 vertices each, and one that holds vertex n_vertices
+    slot_key: np.ndarray  # uint16 per key: its low 16 bits (FINGERPRINT)
+    slot_start: np.ndarray  # uint32 per key + 1, into positions (+ position_base)
     positions: np.ndarray  # uint32 genome positions (seed starts), ascending within a key
     sum_count_sq: int  # sum over keys of (positions per key)^2
     position_base: int = 0
 
     @property
     def n_vertices(self) -> int:
-        return int(self.slot_key.size)
+        return int(self.vertex_offset[-1])
 
     @property
     def n_seeds(self) -> int:
@@ -84,17 +85,20 @@ class Segment:
 
     def part(self, seed_lo: int, seed_hi: int) -> "Segment":
         """The seeds [seed_lo, seed_hi) of this segment, as views where the arrays allow (the
-        vertices from a multiple of 16 on, so that g stays packed as it is)."""
+        vertices from a multiple of 16 on, so that g stays packed as it is; its key ranks are
+        renumbered from there)."""
         lo, hi = seed_lo - self.seed_lo, seed_hi - self.seed_lo
         v0, v1 = int(self.vertex_offset[lo]), int(self.vertex_offset[hi])
         first = v0 - v0 % 16
-        p0 = int(self.slot_start[first]) - self.position_base
-        p1 = int(self.slot_start[v1]) - self.position_base
+        k0, k1 = (int(k) for k in bdz.vertex_rank(self.g, np.array([first, v1])))
+        g = np.array(np.asarray(self.g).reshape(-1, 2)[first // 16:v1 // 16 + 1])
+        g[:, 1] -= np.uint32(k0)
+        p0 = int(self.slot_start[k0]) - self.position_base
+        p1 = int(self.slot_start[k1]) - self.position_base
         return replace(self, seed_lo=seed_lo, seed_hi=seed_hi, hash_seed=self.hash_seed[lo:hi],
                        vertex_offset=(np.asarray(self.vertex_offset[lo:hi + 1]) - np.uint32(first)).astype(np.uint32),
-                       g=self.g[first // 16:-(-v1 // 16)], slot_key=self.slot_key[first:v1],
-                       slot_start=self.slot_start[first:v1 + 1], positions=self.positions[p0:p1],
-                       position_base=self.position_base + p0, sum_count_sq=0)
+                       g=g.reshape(-1), slot_key=self.slot_key[k0:k1], slot_start=self.slot_start[k0:k1 + 1],
+                       positions=self.positions[p0:p1], position_base=self.position_base + p0, sum_count_sq=0)
 
     def nbytes(self) -> int:
         return sum(np.asarray(a).nbytes for a in (self.hash_seed, self.vertex_offset, self.g, self.slot_key,
@@ -181,15 +185,17 @@ HashBuilder = Callable[[np.ndarray, np.ndarray, int], bdz.PerfectHash]
 @dataclass
 class RangeTables:
     """The tables of the seeds in [seed_lo, seed_hi), numbered from 0 (g unpacked, a uint8 per
-    vertex), and each seed's sum of squared position counts."""
+    vertex, with bdz.UNUSED on the vertices that hold no key), where each seed's keys start in
+    the per-key tables, and each seed's sum of squared position counts."""
 
     seed_lo: int
     seed_hi: int
     hash_seed: np.ndarray
     vertex_offset: np.ndarray  # uint64 per seed + 1
     g: np.ndarray
-    slot_key: np.ndarray
-    slot_start: np.ndarray  # uint64 per vertex + 1
+    key_offset: np.ndarray  # uint64 per seed + 1
+    slot_key: np.ndarray  # per key, in vertex order
+    slot_start: np.ndarray  # uint64 per key + 1
     positions: np.ndarray
     count_sq: np.ndarray  # int64 per seed
 
@@ -207,21 +213,24 @@ def build_range(codes: np.ndarray, positions: np.ndarray, seed_lo: int, seed_hi:
     key_seed, key = seeds[first] - np.uint32(seed_lo), keys[first]
     del seeds, keys
     ph = hash_builder(key_seed.astype(np.int64), key, seed_hi - seed_lo)
-    n_vertices = int(ph.vertex_offset[-1])
-    slot_key = np.full(n_vertices, EMPTY_KEY, dtype=np.uint16)
-    slot_key[ph.slot] = key & np.uint32(FINGERPRINT)
-    per_slot = np.zeros(n_vertices + 1, dtype=np.uint64)
-    per_slot[ph.slot.astype(np.int64) + 1] = counts
+    g = bdz.mark_unused(ph.g, ph.slot)
+    rank = (np.cumsum(g != bdz.UNUSED, dtype=np.uint32) - np.uint32(1))[ph.slot]  # each key's slot
+    slot_key = np.empty(key.size, dtype=np.uint16)
+    slot_key[rank] = key & np.uint32(FINGERPRINT)
+    per_slot = np.zeros(key.size + 1, dtype=np.uint64)
+    per_slot[rank.astype(np.int64) + 1] = counts
     slot_start = np.cumsum(per_slot, dtype=np.uint64)
     del per_slot
     # each position moves from its key's run in sorted order to its key's slot's run
-    shift = np.repeat((slot_start[ph.slot] - first.astype(np.uint64)).astype(np.int64), counts)
+    shift = np.repeat((slot_start[rank] - first.astype(np.uint64)).astype(np.int64), counts)
     shift += np.arange(positions.size, dtype=np.int64)
     table = np.empty(positions.size, dtype=np.uint32)
     table[shift] = positions
-    count_sq = np.bincount(key_seed, weights=counts.astype(np.float64) ** 2, minlength=seed_hi - seed_lo)
-    return RangeTables(seed_lo, seed_hi, ph.hash_seed, ph.vertex_offset.astype(np.uint64), ph.g, slot_key,
-                       slot_start, table, count_sq.astype(np.int64))
+    n_seeds = seed_hi - seed_lo
+    key_offset = np.concatenate(([0], np.cumsum(np.bincount(key_seed, minlength=n_seeds)))).astype(np.uint64)
+    count_sq = np.bincount(key_seed, weights=counts.astype(np.float64) ** 2, minlength=n_seeds)
+    return RangeTables(seed_lo, seed_hi, ph.hash_seed, ph.vertex_offset.astype(np.uint64), g, key_offset,
+                       slot_key, slot_start, table, count_sq.astype(np.int64))
 
 
 class SegmentSink:
@@ -251,7 +260,8 @@ class Assembler:
 
     def _add_bin(self, t: RangeTables, s0: int, s1: int) -> None:
         v0, v1 = int(t.vertex_offset[s0]), int(t.vertex_offset[s1])
-        p0, p1 = int(t.slot_start[v0]), int(t.slot_start[v1])
+        k0, k1 = int(t.key_offset[s0]), int(t.key_offset[s1])
+        p0, p1 = int(t.slot_start[k0]), int(t.slot_start[k1])
         if self.sink is None or (self.n_positions and self.n_positions + p1 - p0 > self.params.segment_size) or \
                 self.n_vertices + v1 - v0 > MAX_TABLE:
             self._close(t.seed_lo + s0)
@@ -260,7 +270,7 @@ class Assembler:
             raise MaroseError(f"the seeds from {t.seed_lo + s0} have {p1 - p0:,} patterns and {v1 - v0:,} hash "
                               "vertices, more than a segment can number; index with a longer seed (--mask)")
         self.sink.append(t.hash_seed[s0:s1], t.vertex_offset[s0:s1] - np.uint64(v0), t.g[v0:v1],
-                         t.slot_key[v0:v1], t.slot_start[v0:v1] - np.uint64(p0), t.positions[p0:p1],
+                         t.slot_key[k0:k1], t.slot_start[k0:k1] - np.uint64(p0), t.positions[p0:p1],
                          int(t.count_sq[s0:s1].sum()))
         self.n_vertices += v1 - v0
         self.n_positions += p1 - p0
@@ -296,7 +306,8 @@ class MemorySink(SegmentSink):
         hash_seed, vertex_offset, g, slot_key, slot_start, positions = joined
         self.segments.append(Segment(
             self.seed_lo, seed_hi, hash_seed.astype(np.uint32),
-            np.append(vertex_offset, self.n_vertices).astype(np.uint32), bdz.pack_g(g), slot_key.astype(np.uint16),
+            np.append(vertex_offset, self.n_vertices).astype(np.uint32), bdz.pack_g(np.append(g, bdz.UNUSED)),
+            slot_key.astype(np.uint16),
             np.append(slot_start, self.n_positions).astype(np.uint32), positions.astype(np.uint32), self.count_sq))
 
 

@@ -36,7 +36,7 @@ WORKER_BYTES = 400 << 20
 MAIN_BYTES = 512 << 20
 MAX_CHUNK = 1 << 26  # bases a pass-1 task buckets
 MIN_RUN = 1 << 22  # patterns a worker's share should hold at least, else fewer workers
-RANGE_ARRAYS = ("hash_seed", "vertex_offset", "g", "slot_key", "slot_start", "positions", "count_sq")
+RANGE_ARRAYS = ("hash_seed", "vertex_offset", "g", "key_offset", "slot_key", "slot_start", "positions", "count_sq")
 
 # What a worker holds: the genome, the parameters, the scratch directory and its hash builder.
 _shared: dict = {}

@@ -9,9 +9,10 @@
                              an index written before it has none, and reads as such
       segNNN.hash_seed       uint32 per seed of the segment: J of its BDZ hash
       segNNN.vertex_offset   uint32 per seed + 1
-      segNNN.g               uint32, sixteen 2-bit g values each
-      segNNN.slot_key        uint16 per vertex: the low 16 bits of the key hashed there (build.FINGERPRINT)
-      segNNN.slot_start      uint32 per vertex + 1: start of its positions
+      segNNN.g               uint32 pairs, one per 16 vertices and one more: their 2-bit g values
+                             (3 on a vertex that holds no key), and the keys held before them
+      segNNN.slot_key        uint16 per key, in the order of its vertex: its low 16 bits (build.FINGERPRINT)
+      segNNN.slot_start      uint32 per key + 1: start of its positions
       segNNN.positions       uint32: genome positions, grouped by slot
 
 Segment NNN holds the seeds [seed_lo, seed_hi) that the manifest gives it. Every file's size
@@ -37,7 +38,7 @@ from .build import IndexParams, Segment, SegmentSink
 from .verified import VerifiedFiles, remember_written
 
 FORMAT = "marose-index"
-VERSION = 2  # 1: segments were ranges of the genome
+VERSION = 3  # 2: slots were per vertex; 1: segments were ranges of the genome
 MANIFEST = "manifest.json"
 SEGMENT_ARRAYS = {
     "hash_seed": "<u4",
@@ -118,7 +119,8 @@ def _write_packed_genome(directory: str, ref: Reference, files: dict, chunk: int
 
 class DiskSegment(SegmentSink):
     """A segment written to the index directory piece by piece (build.Assembler): its vertex and
-    position numbers carried on, g packed sixteen to a word as the vertices come."""
+    position numbers carried on, g packed sixteen to a word, with the keys before them, as the
+    vertices come."""
 
     def __init__(self, writer: "IndexWriter", seed_lo: int):
         self.writer, self.seed_lo = writer, seed_lo
@@ -127,32 +129,33 @@ class DiskSegment(SegmentSink):
                     for name, dtype in SEGMENT_ARRAYS.items()}
         self.n_vertices = self.n_positions = self.count_sq = 0
         self.g_left = np.empty(0, np.uint8)  # g of the vertices past the last multiple of 16
+        self.keys_packed = 0  # keys held by the vertices before them
 
     def append(self, hash_seed, vertex_offset, g, slot_key, slot_start, positions, count_sq: int) -> None:
-        from .bdz import pack_g
+        from .bdz import UNUSED, pack_g
 
         out = self.out
         out["hash_seed"].write(hash_seed)
         out["vertex_offset"].write(np.asarray(vertex_offset, np.uint64) + np.uint64(self.n_vertices))
+        self.n_vertices += int(np.asarray(g).size)
         g = np.concatenate((self.g_left, g))
         whole = g.size - g.size % 16
-        out["g"].write(pack_g(g[:whole]))
+        out["g"].write(pack_g(g[:whole], self.keys_packed))
+        self.keys_packed += int(np.count_nonzero(g[:whole] != UNUSED))
         self.g_left = g[whole:]
         out["slot_key"].write(slot_key)
         out["slot_start"].write(np.asarray(slot_start, np.uint64) + np.uint64(self.n_positions))
         out["positions"].write(positions)
-        self.n_vertices += int(np.asarray(slot_key).size)
         self.n_positions += int(np.asarray(positions).size)
         self.count_sq += count_sq
 
     def close(self, seed_hi: int) -> None:
-        from .bdz import pack_g
+        from .bdz import UNUSED, pack_g
 
         out = self.out
         out["vertex_offset"].write(np.array([self.n_vertices]))
         out["slot_start"].write(np.array([self.n_positions]))
-        if self.g_left.size:
-            out["g"].write(pack_g(self.g_left))
+        out["g"].write(pack_g(np.append(self.g_left, UNUSED), self.keys_packed))
         for array in out.values():
             array.__exit__()
         self.writer.segments.append({"seed_lo": self.seed_lo, "seed_hi": seed_hi, "n_positions": self.n_positions,

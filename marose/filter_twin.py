@@ -61,10 +61,7 @@ def pattern_costs(segments: Sequence[Segment], params: IndexParams, reads: np.nd
         begin, end = query.slot_ranges(seg, seed.ravel(), key.ravel().astype(np.uint32))
         exact += (end - begin).reshape(seed.shape)
         mine = (seed >= seg.seed_lo) & (seed < seg.seed_hi)
-        local = seed[mine] - seg.seed_lo
-        voff = np.asarray(seg.vertex_offset).astype(np.int64)
-        starts = np.asarray(seg.slot_start).astype(np.int64)
-        seed_count[mine] = starts[voff[local + 1]] - starts[voff[local]]
+        seed_count[mine] = query.seed_counts(seg, seed[mine] - seg.seed_lo)
     return np.where(ok, placement.pattern_cost(exact, seed_count, e), 0)
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from indexer import bdz
 from indexer.build import Segment
 from indexer.store import Index
 
@@ -104,8 +105,9 @@ def device_parts(segment: Segment, max_bytes: int) -> list[Segment]:
     step = max(1, -(-segment.n_seeds // CUT_CANDIDATES))
     cuts = np.append(np.arange(0, segment.n_seeds, step), segment.n_seeds)
     vertices = np.asarray(segment.vertex_offset[cuts]).astype(np.int64)
-    positions = np.asarray(segment.slot_start[vertices]).astype(np.int64)
-    size = 8 * cuts + (25 * vertices) // 4 + 4 * positions  # bytes of the seeds before each cut
+    keys = bdz.vertex_rank(segment.g, vertices)
+    positions = np.asarray(segment.slot_start[keys]).astype(np.int64)
+    size = 8 * cuts + vertices // 2 + 6 * keys + 4 * positions  # bytes of the seeds before each cut
     parts, first = [], 0
     while first < cuts.size - 1:
         # a part starts up to 15 vertices early, at a multiple of 16 (Segment.part)

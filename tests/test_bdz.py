@@ -67,7 +67,22 @@ def test_range_indices():
     assert got.tolist() == [5, 6, 9, 10, 11]
 
 
-def test_pack_g_roundtrip():
-    g = np.random.default_rng(1).integers(0, 3, 1000).astype(np.uint8)
-    packed = bdz.pack_g(g)
+def test_pack_g_roundtrip_and_ranks():
+    rng = np.random.default_rng(1)
+    g = rng.integers(0, 4, 1000).astype(np.uint8)  # 3: bdz.UNUSED
+    packed = bdz.pack_g(g, keys_before=7)
+    assert packed.size == 2 * 63
     assert np.array_equal(bdz.unpack_g(packed, np.arange(1000)), g)
+    held_before = 7 + np.concatenate(([0], np.cumsum(g != bdz.UNUSED)))
+    assert np.array_equal(bdz.vertex_rank(packed, np.arange(1001)), held_before)
+
+
+def test_mark_unused_keeps_every_slot():
+    seeds, keys = _keys(3000, 4**3)
+    ph = bdz.build(seeds, keys, 4**3)
+    before, _ = _slots(ph, seeds, keys)
+    ph.g = bdz.mark_unused(ph.g, ph.slot)
+    assert np.count_nonzero(ph.g == bdz.UNUSED) == ph.g.size - keys.size
+    assert np.array_equal(_slots(ph, seeds, keys)[0], before)
+    with pytest.raises(AssertionError, match="holds no key"):
+        bdz.mark_unused(np.ones_like(ph.g), ph.slot)

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ECOLI, LAMBDA, random_dna, write_fasta
 from indexer import bdz, bdz_cl, query, store, verified
-from indexer.build import EMPTY_KEY, FINGERPRINT, IndexParams, build_segments
+from indexer.build import FINGERPRINT, IndexParams, build_segments
 from marose import lookup
 from marose.errors import MaroseError
 from marose.reference import read_fasta
@@ -58,18 +58,20 @@ def answers(segments, seeds, keys, ranges=query.slot_ranges) -> list[list[int]]:
 
 
 def check_blocks(segment, params: IndexParams) -> None:
-    """Each seed's hash is injective on its keys and each filled slot holds its key (where the
-    slots hold whole keys)."""
+    """Each key has positions and a vertex of its own, whose rank in g is the key's number;
+    the key's slot holds it (where slots hold whole keys)."""
     starts = segment.slot_start.astype(np.int64)
-    filled = np.flatnonzero(starts[1:] > starts[:-1])
+    n_keys = segment.slot_key.size
+    assert starts.size == n_keys + 1 and np.all(starts[1:] > starts[:-1])
+    held = bdz.unpack_g(segment.g, np.arange(segment.n_vertices)) != bdz.UNUSED
+    assert np.count_nonzero(held) == n_keys
+    assert np.array_equal(bdz.vertex_rank(segment.g, np.flatnonzero(held)), np.arange(n_keys))
     if params.ln > 8:
         return
-    if params.ln < 8:  # none of the keys is EMPTY_KEY
-        assert np.array_equal(filled, np.flatnonzero(segment.slot_key != EMPTY_KEY))
-    voff = segment.vertex_offset.astype(np.int64)
-    seed_of_slot = np.searchsorted(voff, filled, side="right") - 1 + segment.seed_lo
-    begin, end = query.slot_ranges(segment, seed_of_slot, segment.slot_key[filled])
-    assert np.array_equal(begin, starts[filled]) and np.array_equal(end, starts[filled + 1])
+    key_start = bdz.vertex_rank(segment.g, segment.vertex_offset.astype(np.int64))
+    seed_of_key = np.searchsorted(key_start, np.arange(n_keys), side="right") - 1 + segment.seed_lo
+    begin, end = query.slot_ranges(segment, seed_of_key, segment.slot_key)
+    assert np.array_equal(begin, starts[:-1]) and np.array_equal(end, starts[1:])
 
 
 def absent_keys(truth: dict, params: IndexParams, n: int, seed: int = 1):
