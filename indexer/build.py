@@ -125,23 +125,30 @@ def pattern_starts(ref: Reference, start: int, end: int, width: int) -> np.ndarr
     return (np.flatnonzero(valid) + start).astype(np.uint32)
 
 
-def _pack(codes: np.ndarray, positions: np.ndarray, offsets: Iterable[int]) -> np.ndarray:
-    """2-bit codes at the given offsets from each position, first most significant."""
-    packed = np.zeros(positions.size, dtype=np.uint32)
-    for j in offsets:
-        packed <<= np.uint32(2)
-        packed |= codes[positions + np.uint32(j)] & np.uint8(3)
-    return packed
+PACK_BLOCK = 1 << 16  # positions packed at a time, so that their windows stay in cache
 
 
-def seeds_of(codes: np.ndarray, positions: np.ndarray, params: IndexParams) -> np.ndarray:
-    """The seed of the pattern at each (valid) position."""
-    return _pack(codes, positions, params.seed_offsets)
+def patterns_of(codes: np.ndarray, positions: np.ndarray, params: IndexParams) -> tuple[np.ndarray, np.ndarray]:
+    """The seed and the neighborhood key of the pattern at each (valid) position, uint32 each,
+    first base most significant. Each pattern's bases are gathered once, as a row: positions
+    spread over a large genome make each gather a cache miss."""
+    width = params.width
+    windows = np.lib.stride_tricks.as_strided(codes, shape=(max(0, codes.size - width + 1), width),
+                                              strides=(codes.strides[0],) * 2, writeable=False)
+    seeds, keys = np.zeros(positions.size, np.uint32), np.zeros(positions.size, np.uint32)
+    for begin in range(0, positions.size, PACK_BLOCK):
+        rows = windows[positions[begin:begin + PACK_BLOCK]]
+        for packed, offsets in ((seeds, params.seed_offsets), (keys, range(params.span, width))):
+            block = packed[begin:begin + PACK_BLOCK]
+            for j in offsets:
+                block <<= np.uint32(2)
+                block |= rows[:, j] & np.uint8(3)
+    return seeds, keys
 
 
 def dense_seeds_of(codes: np.ndarray, positions: np.ndarray, params: IndexParams) -> np.ndarray:
-    """seeds_of for positions that fill most of their span, from slices of the codes (faster than
-    gathering each offset)."""
+    """The seeds of patterns_of for positions that fill most of their span, from slices of the
+    codes (faster than gathering them)."""
     if positions.size == 0:
         return np.empty(0, np.uint32)
     start, stop = int(positions[0]), int(positions[-1]) + 1
@@ -150,11 +157,6 @@ def dense_seeds_of(codes: np.ndarray, positions: np.ndarray, params: IndexParams
         packed <<= np.uint32(2)
         packed |= codes[start + j:stop + j] & np.uint8(3)
     return packed[positions - np.uint32(start)]
-
-
-def keys_of(codes: np.ndarray, positions: np.ndarray, params: IndexParams) -> np.ndarray:
-    """The neighborhood key of the pattern at each (valid) position."""
-    return _pack(codes, positions, range(params.span, params.width))
 
 
 def _sort_patterns(seeds, keys, positions, params: IndexParams, seed_lo: int):
@@ -203,7 +205,7 @@ class RangeTables:
 def build_range(codes: np.ndarray, positions: np.ndarray, seed_lo: int, seed_hi: int, params: IndexParams,
                 hash_builder: HashBuilder = bdz.build) -> RangeTables:
     """Index the patterns at the given positions, whose seeds are all in [seed_lo, seed_hi)."""
-    seeds, keys = seeds_of(codes, positions, params), keys_of(codes, positions, params)
+    seeds, keys = patterns_of(codes, positions, params)
     seeds, keys, positions = _sort_patterns(seeds, keys, positions, params, seed_lo)
     new_key = np.ones(positions.size, dtype=bool)
     new_key[1:] = (seeds[1:] != seeds[:-1]) | (keys[1:] != keys[:-1])

@@ -507,12 +507,11 @@ def paired_lines(first: str, last: str) -> bytes:
 
 def check_bdz(device, case: Case) -> bool:
     from indexer import bdz, bdz_cl
-    from indexer.build import _sort_patterns, keys_of, pattern_starts, seeds_of
+    from indexer.build import _sort_patterns, pattern_starts, patterns_of
 
     ref, params = case.index.reference, case.index.params
     positions = pattern_starts(ref, 0, ref.total_length, params.width)
-    seeds, keys, _ = _sort_patterns(seeds_of(ref.codes, positions, params), keys_of(ref.codes, positions, params),
-                                    positions, params, 0)
+    seeds, keys, _ = _sort_patterns(*patterns_of(ref.codes, positions, params), positions, params, 0)
     first = np.flatnonzero(np.concatenate(([True], (seeds[1:] != seeds[:-1]) | (keys[1:] != keys[:-1]))))
     key_seed, key = seeds[first].astype(np.int64), keys[first]
     host = bdz.build(key_seed, key, params.n_seeds)
