@@ -76,20 +76,22 @@ def peel(edges: np.ndarray, n_vertices: int) -> tuple[list[tuple[np.ndarray, np.
         finder[found] = frontier  # an edge found through several vertices keeps one of them
         unique = finder[found] == frontier
         found, free = found[unique], frontier[unique]
-        column = np.argmax(edges[found] == free[:, None], axis=1)
+        found_edges = edges[found]
+        column = np.argmax(found_edges == free[:, None], axis=1)
         rounds.append((found, column))
         peeled[found] = True
-        touched = _remove(deg, edge_sum, edges[found].ravel(), np.repeat(found, PARTS))
+        touched = _remove(deg, edge_sum, found_edges.ravel(), np.repeat(found, PARTS))
         frontier = touched[deg[touched] == 1]
     return rounds, peeled
 
 
 def _remove(deg: np.ndarray, edge_sum: np.ndarray, vertices: np.ndarray, edge_ids: np.ndarray) -> np.ndarray:
     """Take edges out of the degree and edge-id-sum tables; return the vertices touched."""
-    if vertices.size * 32 < deg.size:  # late rounds: cost by the edges, not the table
-        np.subtract.at(deg, vertices, 1)
-        np.subtract.at(edge_sum, vertices, edge_ids)
-        return np.unique(vertices)
+    if vertices.size * 8 < deg.size:  # late rounds: cost by the edges, not the table
+        touched, which, count = np.unique(vertices, return_inverse=True, return_counts=True)
+        deg[touched] -= count.astype(np.int32)
+        edge_sum[touched] -= np.bincount(which, weights=edge_ids.astype(np.float64), minlength=touched.size)
+        return touched
     dec = np.bincount(vertices, minlength=deg.size)
     deg -= dec.astype(np.int32)
     edge_sum -= np.bincount(vertices, weights=edge_ids.astype(np.float64), minlength=deg.size)
