@@ -9,7 +9,7 @@ goes to the one segment that holds its seed."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable
+from typing import Callable
 
 import numpy as np
 
