@@ -54,7 +54,8 @@ inline uint phf_slot(uint key, uint hash_seed, uint base, uint part, __global co
     return j == 0u ? slot_at(wx, e.x) : (j == 1u ? slot_at(wy, e.y) : slot_at(wz, e.z));
 }
 
-/* phf_slot of four keys of one seed at once. */
+/* phf_slot of four keys of one seed at once. Each g value is taken from its pair as a scalar:
+ * a uint4 built from the pairs' .x segfaults Oclgrind's uninitialized-value checker. */
 inline uint4 g_value4(__global const uint2 *g, uint4 v)
 {
     return (uint4)(g_field(g[v.s0 >> 4], v.s0), g_field(g[v.s1 >> 4], v.s1), g_field(g[v.s2 >> 4], v.s2),

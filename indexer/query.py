@@ -14,6 +14,8 @@ def slot_ranges(segment: Segment, seeds: np.ndarray, keys: np.ndarray) -> tuple[
     the seed is not the segment's."""
     seeds = np.asarray(seeds, dtype=np.int64)
     keys = np.asarray(keys, dtype=np.uint32)
+    if segment.slot_key.size == 0:
+        return np.zeros(keys.size, np.int64), np.zeros(keys.size, np.int64)
     mine = (seeds >= segment.seed_lo) & (seeds < segment.seed_hi)
     local = np.where(mine, seeds - segment.seed_lo, 0)
     voff = segment.vertex_offset
@@ -21,11 +23,10 @@ def slot_ranges(segment: Segment, seeds: np.ndarray, keys: np.ndarray) -> tuple[
     part = (voff[local + 1].astype(np.int64) - base) // bdz.PARTS
     edges = bdz.hyperedges(keys, segment.hash_seed[local], part, base)
     g = bdz.unpack_g(segment.g, edges)
-    vertex = edges[np.arange(keys.size), g.sum(axis=1, dtype=np.int64) % bdz.PARTS]
-    held = mine & (bdz.unpack_g(segment.g, vertex) != bdz.UNUSED)
+    each, column = np.arange(keys.size), g.sum(axis=1, dtype=np.int64) % bdz.PARTS
+    vertex = edges[each, column]
+    held = mine & (g[each, column] != bdz.UNUSED)
     rank = np.where(held, bdz.vertex_rank(segment.g, vertex), 0)
-    if segment.slot_key.size == 0:
-        return np.zeros(keys.size, np.int64), np.zeros(keys.size, np.int64)
     hit = held & (segment.slot_key[rank] == (keys & np.uint32(FINGERPRINT)))
     begin = segment.slot_start[rank].astype(np.int64) - segment.position_base
     end = segment.slot_start[rank + 1].astype(np.int64) - segment.position_base
