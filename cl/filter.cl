@@ -194,7 +194,7 @@ void filter_emit(PATTERN_ARGS, uint saved_max, uint key_bits, __global const uch
                  __global uint *candidates, __global uint *out_count, __global uint *big_ranges,
                  __global uint *n_big)
 {
-    __local uint keys_a[CAP], keys_b[CAP], hist[RADIX * WG], buf[WG];
+    __local uint keys_a[LOCAL_KEYS(CAP)], keys_b[LOCAL_KEYS(CAP)], hist[RADIX * WG], buf[WG];
     uint r = get_group_id(0), lid = get_local_id(0);
     __global const uchar *read = reads + read_offset[r];
     uint first = pattern_base[r], np = pattern_base[r + 1] - first;
@@ -218,9 +218,10 @@ void filter_emit(PATTERN_ARGS, uint saved_max, uint key_bits, __global const uch
             for (uint i = found.x; i < found.y; ++i) {                                         \
                 uint start = read_start(positions[i], o, contig_start, n_contigs);             \
                 if (local_sort)                                                                \
-                    keys_a[at++] = start;                                                      \
+                    keys_a[LOCAL_AT(at)] = start;                                              \
                 else                                                                           \
-                    out[at++] = start;                                                         \
+                    out[at] = start;                                                           \
+                ++at;                                                                          \
             }                                                                                  \
     } while (0)
     for (uint t = lid; t < np; t += WG) {

@@ -33,12 +33,12 @@ void sort_chunks(uint key_bits, __global uint *values, __global uint *scratch,
                  __global const uint *chunk_row, __global const uint *chunk_first, __global const uint *offset,
                  __global const uint *total)
 {
-    __local uint keys_a[CAP], keys_b[CAP], hist[RADIX * WG], buf[WG];
+    __local uint keys_a[LOCAL_KEYS(CAP)], keys_b[LOCAL_KEYS(CAP)], hist[RADIX * WG], buf[WG];
     uint g = get_group_id(0), lid = get_local_id(0), r = chunk_row[g], first = chunk_first[g];
     uint n = min((uint)CAP, total[r] - first);
     __global uint *src = values + offset[r] + first;
     for (uint i = lid; i < n; i += WG)
-        keys_a[i] = src[i];
+        keys_a[LOCAL_AT(i)] = src[i];
     /* with an odd number of rounds the chunk goes back where it was read from: every read first */
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     __global uint *dst = (rounds_for(total[r]) % 2u == 1u ? values : scratch) + offset[r] + first;

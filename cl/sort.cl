@@ -5,6 +5,12 @@
 #define RADIX_BITS 4
 #define NONE 0xffffffffu
 
+/* Local arrays of keys hold a spare word after every 32 (LOCAL_AT), so that work-items walking
+ * chunks of their own, a multiple of 32 words apart, meet in different banks of a GPU's local
+ * memory instead of all in one. */
+#define LOCAL_KEYS(n) ((n) + (n) / 32u)
+#define LOCAL_AT(i) ((i) + ((i) >> 5))
+
 /* Exclusive prefix sum of one value per work-item (needs scan.cl). */
 DEFINE_SCAN_ITEMS(scan_items, WG)
 
@@ -19,7 +25,7 @@ inline __local uint *radix_sort(__local uint *src, __local uint *dst, uint n, __
         for (uint d = 0; d < RADIX; ++d)
             hist[d * WG + lid] = 0;
         for (uint i = lo; i < hi; ++i)
-            hist[((src[i] >> shift) & (RADIX - 1)) * WG + lid]++;
+            hist[((src[LOCAL_AT(i)] >> shift) & (RADIX - 1)) * WG + lid]++;
         barrier(CLK_LOCAL_MEM_FENCE);
         /* exclusive scan over hist in (digit, item) order: item lid scans entries [lid*RADIX, ...) */
         uint run = 0;
@@ -33,8 +39,10 @@ inline __local uint *radix_sort(__local uint *src, __local uint *dst, uint n, __
             prefix += h;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint i = lo; i < hi; ++i)
-            dst[hist[((src[i] >> shift) & (RADIX - 1)) * WG + lid]++] = src[i];
+        for (uint i = lo; i < hi; ++i) {
+            uint key = src[LOCAL_AT(i)], at = hist[((key >> shift) & (RADIX - 1)) * WG + lid]++;
+            dst[LOCAL_AT(at)] = key;
+        }
         barrier(CLK_LOCAL_MEM_FENCE);
         __local uint *swap = src;
         src = dst;
@@ -50,17 +58,19 @@ inline __local uint *radix_sort(__local uint *src, __local uint *dst, uint n, __
 inline __local uint *rank_sort(__local uint *src, __local uint *dst, uint n, uint lid)
 {
     for (uint i = lid; i < n; i += WG) {
-        uint key = src[i], rank = 0;
-        for (uint j = 0; j < n; ++j)
-            rank += src[j] < key || (src[j] == key && j < i);
-        dst[rank] = key;
+        uint key = src[LOCAL_AT(i)], rank = 0;
+        for (uint j = 0; j < n; ++j) {
+            uint other = src[LOCAL_AT(j)];
+            rank += other < key || (other == key && j < i);
+        }
+        dst[LOCAL_AT(rank)] = key;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     return dst;
 }
 
-/* Sorts n keys of key_bits bits in local memory and writes the distinct ones to out in order;
- * returns how many. */
+/* Sorts n keys of key_bits bits in local memory (held at LOCAL_AT) and writes the distinct ones
+ * to out in order; returns how many. */
 inline uint store_sorted_unique(__local uint *keys, __local uint *spare, uint n, __local uint *hist,
                                 __local uint *buf, uint lid, uint key_bits, __global uint *out)
 {
@@ -70,12 +80,12 @@ inline uint store_sorted_unique(__local uint *keys, __local uint *spare, uint n,
     uint lo = min(n, lid * chunk), hi = min(n, lo + chunk);
     uint n_unique = 0;
     for (uint i = lo; i < hi; ++i)
-        n_unique += i == 0 || sorted[i] != sorted[i - 1];
+        n_unique += i == 0 || sorted[LOCAL_AT(i)] != sorted[LOCAL_AT(i - 1)];
     uint n_total;
     uint dst = scan_items(n_unique, buf, lid, &n_total);
     for (uint i = lo; i < hi; ++i)
-        if (i == 0 || sorted[i] != sorted[i - 1])
-            out[dst++] = sorted[i];
+        if (i == 0 || sorted[LOCAL_AT(i)] != sorted[LOCAL_AT(i - 1)])
+            out[dst++] = sorted[LOCAL_AT(i)];
     return n_total;
 }
 

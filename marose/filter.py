@@ -123,9 +123,10 @@ def work_group(device: Device) -> int:
 
 
 def local_capacity(device: Device, wg: int) -> int:
-    """Candidates a work-group of wg items can sort in local memory on this device."""
+    """Candidates a work-group of wg items can sort in local memory on this device: two arrays
+    of 4-byte keys, each with a spare word every 32 (cl/sort.cl's LOCAL_KEYS)."""
     spare = device.device.local_mem_size - 4 * (16 + 2) * wg - 1024
-    return int(max(256, min(MAX_LOCAL_CANDIDATES, spare // 8)) // (TILE // 2) * (TILE // 2))
+    return int(max(256, min(MAX_LOCAL_CANDIDATES, spare * 4 // 33)) // (TILE // 2) * (TILE // 2))
 
 
 def lookup_batch(device: Device) -> int:
