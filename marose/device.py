@@ -10,6 +10,7 @@ import sys
 import tempfile
 import threading
 import warnings
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
@@ -152,8 +153,9 @@ class Device:
         # blocking read (the memory pool is this thread's).
         self._read_elsewhere: list = []
         self._lane: UploadLane | None = None
-        self._programs: dict = {}
+        self._programs: dict = {}  # a program, or the Future of one being built
         self._building = threading.Lock()
+        self._builder: ThreadPoolExecutor | None = None
         # Every OpenCL call but a wait is made holding this lock, which the mapping lanes share:
         # without it, two runs in 14 with two lanes crashed in NVIDIA's driver (H100), though
         # OpenCL allows calls from several threads at once.
@@ -196,6 +198,10 @@ class Device:
         return bool(self.device.type & self.cl.device_type.CPU)
 
     @property
+    def compute_units(self) -> int:
+        return self.device.max_compute_units
+
+    @property
     def widens_grids(self) -> bool:
         """Whether launches without a work-group size are made POCL_WIDE_GRID work-items wide at
         least: on PoCL's CPU devices, so that such a kernel is compiled once whatever the size of
@@ -209,18 +215,37 @@ class Device:
         return self.is_cpu and not self.is_oclgrind
 
     def program(self, files: tuple[str, ...], defines: dict | None = None):
-        key = (files, tuple(sorted((defines or {}).items())))
+        key = _program_key(files, defines)
         with self._building:  # the mapping lanes share the programs
             if key not in self._programs:
                 self._programs[key] = self._build(files, defines)
-            return self._programs[key]
+            program = self._programs[key]
+        return program.result() if isinstance(program, Future) else program
+
+    def prepare(self, programs: list[tuple[tuple[str, ...], dict | None]]) -> None:
+        """Starts building programs (files, defines) that kernels will soon ask for, one after
+        another in a thread of their own, so that the builds overlap the host's work and the
+        device's until then; program() waits for a build under way. Not on Oclgrind, which two
+        threads may not call at once."""
+        if self.is_oclgrind:
+            return
+        with self._building:
+            for files, defines in programs:
+                key = _program_key(files, defines)
+                if key not in self._programs:
+                    if self._builder is None:
+                        self._builder = ThreadPoolExecutor(1, thread_name_prefix="marose-build")
+                    self._programs[key] = self._builder.submit(self._build, files, defines)
 
     def _build(self, files: tuple[str, ...], defines: dict | None):
         source = "\n".join(_source(name) for name in (PRELUDE, *files))
         defines = {**(defines or {}), **({"OCLGRIND": 1} if self.is_oclgrind else {})}  # see cl/ops.cl
         options = ["-cl-std=CL1.2"] + [f"-D{name}={value}" for name, value in sorted(defines.items())]
-        with _compiler_output() as said, warnings.catch_warnings():
-            warnings.simplefilter("ignore", self.cl.CompilerWarning)
+        # what the compiler says is held by _compiler_output and shown with --verbose or a failure;
+        # the filter is the whole process's, as programs build in threads (warnings.catch_warnings
+        # is not safe in threads)
+        warnings.filterwarnings("ignore", category=self.cl.CompilerWarning)
+        with _compiler_output() as said:
             try:
                 program = self.cl.Program(self.context, source).build(options=options)
             except self.cl.Error as exc:
@@ -515,8 +540,19 @@ def _at_least_one(array: np.ndarray) -> np.ndarray:
     return data if data.nbytes else np.zeros(1, dtype=data.dtype)
 
 
+def _program_key(files: tuple[str, ...], defines: dict | None) -> tuple:
+    return files, tuple(sorted((defines or {}).items()))
+
+
 # held by the build that holds file descriptor 2: the lanes of several devices build at once
 _STDERR_HELD = threading.Lock()
+
+
+def let_out_held_messages(timeout: float = 60.0) -> None:
+    """Waits (up to timeout seconds) for a build under way to give the process's stderr back,
+    writing out the messages of other threads it held: a process about to end calls it."""
+    if _STDERR_HELD.acquire(timeout=timeout):
+        _STDERR_HELD.release()
 
 
 @contextlib.contextmanager

@@ -9,6 +9,7 @@ import numpy as np
 
 from indexer.build import IndexParams
 
+from . import row_sort
 from .device import PLAIN, Device, groups
 from .device_reads import PackedOnDevice
 from .dna import N_CODE, complement
@@ -138,6 +139,20 @@ def lookup_batch(device: Device) -> int:
     return CPU_LOOKUP_BATCH if device.is_cpu else 1
 
 
+def program_defines(device: Device, e: int, wg: int, capacity: int, lookups_at_once: int | None = None) -> dict:
+    return {"E": e, "LOOKUP_BATCH": lookups_at_once or lookup_batch(device), "WG": wg, "CAP": capacity,
+            "BIG_RANGE": wg, "SEED_SHARE": SEED_SHARE, "COST_CAP": f"{COST_CAP}u"}
+
+
+def programs(device: Device, e: int) -> list[tuple[tuple[str, ...], dict]]:
+    """The programs (files, defines) that a Filter of e neighborhood errors builds by default,
+    the sort of its long rows included."""
+    wg = work_group(device)
+    capacity = local_capacity(device, wg)
+    return [(PROGRAM, program_defines(device, e, wg, capacity)),
+            (row_sort.PROGRAM, row_sort.program_defines(wg, capacity))]
+
+
 class Filter:
     """Seed and filter on one device for an index's parameters and a neighborhood error count e
     (lookups_at_once: the kernels' lookup batch, default lookup_batch(device); wg: their
@@ -158,8 +173,7 @@ class Filter:
         # the index's shape reaches the kernels at run time, so that one program serves every index
         self.shape = (np.uint32(params.span), np.uint32(params.ln), np.uint32(seed_mask))
         self.min_gap = min_gap(params.mask, params.ln, e)
-        defines = {"E": e, "LOOKUP_BATCH": lookups_at_once or lookup_batch(device), "WG": self.wg,
-                   "CAP": self.capacity, "BIG_RANGE": self.wg, "SEED_SHARE": SEED_SHARE, "COST_CAP": f"{COST_CAP}u"}
+        defines = program_defines(device, e, self.wg, self.capacity, lookups_at_once)
         self.fixed_kernel = device.kernel(PROGRAM, "fixed_offsets", defines)
         self.cost_kernel = device.kernel(PROGRAM, "pattern_costs", defines)
         self.place_kernel = device.kernel(PROGRAM, "place_patterns", defines)

@@ -14,9 +14,10 @@ import numpy as np
 from indexer.store import Index
 
 from . import device_reads, extend, lookup
-from .device import Device
+from .device import PLAIN, Device
 from .device_reads import PackedOnDevice
 from .filter import DeviceCandidates, Filter, Layout, Strands
+from .filter import programs as filter_programs
 from .params import Choice, choose_filter
 from .reads import ReadBatch
 from .sam import Hits
@@ -155,6 +156,15 @@ class Mapper:
                   f"{self.k} {chosen.covers} leave no pattern, so loci may be missed; an index with a shorter "
                   "seed or neighborhood (marose-index --mask/--ln) finds more", file=sys.stderr)
         self.stats.unguaranteed.append(chosen.read_length)
+
+    def prepare(self, read_length: int) -> None:
+        """Starts building, in the background, the programs that mapping reads of read_length
+        asks for, in the order it asks (Device.prepare); none for reads too short to map."""
+        if read_length < self.index.params.width:
+            return
+        filtering, sorting = filter_programs(self.device, self.choice(read_length).params.e)
+        aligning = (extend.ALIGN, extend.alignment_defines(self.device, read_length, self.k))
+        self.device.prepare([(PLAIN, None), filtering, aligning, sorting])
 
     def filter(self, e: int) -> Filter:
         if e not in self.filters:

@@ -15,6 +15,10 @@ TILE = 512  # outputs of one work-group in a merge round; divides 2 * capacity
 KERNELS = ("sort_chunks", "merge_tiles", "count_unique", "scan_unique", "write_unique")
 
 
+def program_defines(wg: int, capacity: int) -> dict:
+    return {"WG": wg, "CAP": capacity, "TILE": TILE}
+
+
 def merge_rounds(sizes: np.ndarray, capacity: int) -> np.ndarray:
     """Rounds of pairwise merging that make chunks of capacity into one run: the least j with
     capacity << j >= size."""
@@ -41,7 +45,7 @@ def sort_long_rows(device: Device, wg: int, capacity: int, key_bits: int, values
     order = np.argsort(-rounds, kind="stable")  # most rounds first: each round's tiles lead the list
     rows, rounds = rows[order], rounds[order]
     sizes = totals[rows]
-    kernels = {name: device.kernel(PROGRAM, name, {"WG": wg, "CAP": capacity, "TILE": TILE}) for name in KERNELS}
+    kernels = {name: device.kernel(PROGRAM, name, program_defines(wg, capacity)) for name in KERNELS}
     scratch = device.empty(4 * int(offsets[-1]))
     chunk_row, chunk_first = spans(rows, sizes, capacity)
     device.launch(kernels["sort_chunks"], (chunk_row.size * wg,), (wg,), np.uint32(key_bits), values, scratch,

@@ -64,10 +64,11 @@ def open_session(loading: Future, device_spec: str | None, profile: bool, verbos
 def _ready_device(loading: Future, profile: bool, verbose: bool, log, max_device_bytes: int | None, spec: str):
     """The device of spec opened and checked, holding the index that loading gives."""
     from . import known_answer
-    from .device import Device
+    from .device import PLAIN, Device
     from .lookup import DeviceIndex
 
     device = Device(spec, profile=profile, verbose=verbose)
+    device.prepare([(PLAIN, None)])  # built while the index is uploaded
     known_answer.ensure(device, ("map",), log)
     return DeviceIndex(loading.result(), device, max_device_bytes)
 
@@ -199,6 +200,8 @@ def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open
     progress = Progress(log, sys.stderr if not args.quiet and sys.stderr.isatty() else None, bytes_read,
                         unit=layout.unit)
     mappers = lane_mappers(session, mapper)
+    for lane in mappers:  # the lanes of a device share its programs
+        lane.prepare(first_length)
     try:
         ahead, batches = layout.start(mappers, itertools.chain([first], batches), log)
     except BaseException:

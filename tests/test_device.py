@@ -161,6 +161,42 @@ def test_a_failed_build_shows_the_compiler_messages(monkeypatch, capfd):
     assert capfd.readouterr().err == ""
 
 
+def test_programs_prepared_in_the_background_are_the_ones_kernels_get(monkeypatch):
+    import threading
+
+    from marose import device as device_module
+
+    built = []
+    real = device_module.Device._build
+
+    def recorded(self, files, defines):
+        built.append((files, threading.current_thread().name))
+        return real(self, files, defines)
+
+    monkeypatch.setattr(device_module.Device, "_build", recorded)
+    opened = device_module.Device()
+    programs = [(("genome.cl",), {"PREPARED": 1}), (("scan.cl",), {"PREPARED": 2})]
+    opened.prepare(programs)
+    opened.prepare(programs)  # asked for again: built once
+    first = opened.program(("genome.cl",), {"PREPARED": 1})
+    assert opened.program(("genome.cl",), {"PREPARED": 1}) is first
+    opened.program(("scan.cl",), {"PREPARED": 2})
+    assert [files for files, _ in built] == [("genome.cl",), ("scan.cl",)]
+    assert all(thread.startswith("marose-build") for _, thread in built)
+
+
+def test_a_failed_background_build_fails_the_kernel_that_asks_for_it(monkeypatch, capfd):
+    from marose import device as device_module
+    from marose.errors import MaroseError
+
+    real = device_module._source
+    monkeypatch.setattr(device_module, "_source", lambda name: real(name) + "\nthis is not OpenCL C\n")
+    opened = device_module.Device()
+    opened.prepare([(("genome.cl",), {"UNUSED": 3})])
+    with pytest.raises(MaroseError, match="genome.cl failed"):
+        opened.kernel(("genome.cl",), "unpack_genome", {"UNUSED": 3})
+
+
 def test_n_runs_are_cut_into_pieces_that_cover_them_exactly():
     runs = np.array([[0, 3], [10, 10 + 3 * RUN_PIECE], [5000, 5000 + RUN_PIECE + 1]])
     pieces = run_pieces(runs)

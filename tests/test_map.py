@@ -168,6 +168,18 @@ def test_batch_sizes_a_small_first_batch_then_the_device_default():
     assert [next(given) for _ in range(3)] == [500] * 3
 
 
+@pytest.mark.parametrize("is_cpu, cores, size", [
+    (False, 132, 100_000), (True, 1, 25_000), (True, 2, 25_000), (True, 7, 25_000), (True, 8, 50_000),
+    (True, 16, 100_000), (True, 64, 100_000),
+])
+def test_the_default_batch_grows_with_a_cpu_s_cores(is_cpu, cores, size):
+    class Device:
+        compute_units = cores
+
+    Device.is_cpu = is_cpu
+    assert cli.default_batch_size(Device()) == size
+
+
 def test_output_is_identical_across_batch_sizes_and_segments(lambda_two_contigs, tmp_path):
     import json
 
