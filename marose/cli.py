@@ -443,10 +443,7 @@ def entry() -> None:
 
 def _end_process(status: int) -> None:
     """Flushes stdout and stderr and ends the process with status at once: no thread is waited
-    for and no device object is freed one by one, but a program build in the background is, when
-    it holds back messages written meanwhile (an error's, say)."""
-    if "marose.device" in sys.modules:
-        sys.modules["marose.device"].let_out_held_messages()
+    for and no device object is freed one by one."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

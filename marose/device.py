@@ -225,9 +225,11 @@ class Device:
     def prepare(self, programs: list[tuple[tuple[str, ...], dict | None]]) -> None:
         """Starts building programs (files, defines) that kernels will soon ask for, one after
         another in a thread of their own, so that the builds overlap the host's work and the
-        device's until then; program() waits for a build under way. Not on Oclgrind, which two
-        threads may not call at once."""
-        if self.is_oclgrind:
+        device's until then; program() waits for a build under way. These builds ask the
+        compiler for no warnings (-w) instead of holding the process's stderr, which the other
+        threads write to meanwhile. Not with verbose, whose builds show what the compiler says,
+        nor on Oclgrind, which two threads may not call at once."""
+        if self.is_oclgrind or self.verbose:
             return
         with self._building:
             for files, defines in programs:
@@ -235,9 +237,10 @@ class Device:
                 if key not in self._programs:
                     if self._builder is None:
                         self._builder = ThreadPoolExecutor(1, thread_name_prefix="marose-build")
-                    self._programs[key] = self._builder.submit(self._build, files, defines)
+                    self._programs[key] = self._builder.submit(self._build, files, defines, True)
 
-    def _build(self, files: tuple[str, ...], defines: dict | None):
+    def _build(self, files: tuple[str, ...], defines: dict | None, quiet: bool = False):
+        """The program built; quiet: with the compiler's warnings off (-w), its stderr left as it is."""
         source = "\n".join(_source(name) for name in (PRELUDE, *files))
         defines = {**(defines or {}), **({"OCLGRIND": 1} if self.is_oclgrind else {})}  # see cl/ops.cl
         options = ["-cl-std=CL1.2"] + [f"-D{name}={value}" for name, value in sorted(defines.items())]
@@ -245,9 +248,9 @@ class Device:
         # the filter is the whole process's, as programs build in threads (warnings.catch_warnings
         # is not safe in threads)
         warnings.filterwarnings("ignore", category=self.cl.CompilerWarning)
-        with _compiler_output() as said:
+        with contextlib.nullcontext(lambda: "") if quiet else _compiler_output() as said:
             try:
-                program = self.cl.Program(self.context, source).build(options=options)
+                program = self.cl.Program(self.context, source).build(options=options + (["-w"] if quiet else []))
             except self.cl.Error as exc:
                 failure = exc
             else:
@@ -546,13 +549,6 @@ def _program_key(files: tuple[str, ...], defines: dict | None) -> tuple:
 
 # held by the build that holds file descriptor 2: the lanes of several devices build at once
 _STDERR_HELD = threading.Lock()
-
-
-def let_out_held_messages(timeout: float = 60.0) -> None:
-    """Waits (up to timeout seconds) for a build under way to give the process's stderr back,
-    writing out the messages of other threads it held: a process about to end calls it."""
-    if _STDERR_HELD.acquire(timeout=timeout):
-        _STDERR_HELD.release()
 
 
 @contextlib.contextmanager

@@ -161,28 +161,35 @@ def test_a_failed_build_shows_the_compiler_messages(monkeypatch, capfd):
     assert capfd.readouterr().err == ""
 
 
-def test_programs_prepared_in_the_background_are_the_ones_kernels_get(monkeypatch):
+def test_programs_prepared_in_the_background_are_the_ones_kernels_get(monkeypatch, capfd):
+    """...built once each, in the builder's thread, with the compiler's warnings off."""
     import threading
+    import time
 
     from marose import device as device_module
 
     built = []
-    real = device_module.Device._build
+    real_build, real_source = device_module.Device._build, device_module._source
 
-    def recorded(self, files, defines):
+    def recorded(self, files, defines, quiet=False):
         built.append((files, threading.current_thread().name))
-        return real(self, files, defines)
+        return real_build(self, files, defines, quiet)
 
     monkeypatch.setattr(device_module.Device, "_build", recorded)
+    warned = "#warning a message from the compiler\n"
+    monkeypatch.setattr(device_module, "_source", lambda name: warned + real_source(name))
     opened = device_module.Device()
-    programs = [(("genome.cl",), {"PREPARED": 1}), (("scan.cl",), {"PREPARED": 2})]
+    fresh = {"PREPARED": 1, "FRESH": time.time_ns()}  # compiled, not taken from the cache
+    programs = [(("genome.cl",), fresh), (("scan.cl",), {"PREPARED": 2})]
     opened.prepare(programs)
     opened.prepare(programs)  # asked for again: built once
-    first = opened.program(("genome.cl",), {"PREPARED": 1})
-    assert opened.program(("genome.cl",), {"PREPARED": 1}) is first
+    first = opened.program(("genome.cl",), fresh)
+    assert opened.program(("genome.cl",), fresh) is first
     opened.program(("scan.cl",), {"PREPARED": 2})
     assert [files for files, _ in built] == [("genome.cl",), ("scan.cl",)]
     assert all(thread.startswith("marose-build") for _, thread in built)
+    log = first.get_build_info(opened.device, opened.cl.program_build_info.LOG)
+    assert "a message from the compiler" not in log + capfd.readouterr().err
 
 
 def test_a_failed_background_build_fails_the_kernel_that_asks_for_it(monkeypatch, capfd):
