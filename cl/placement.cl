@@ -22,20 +22,35 @@ __kernel void fixed_offsets(uint width, __global const uint *read_length, __glob
 
 /* cost[cost_base[r] + o], for every offset o of each row r of row_list whose pattern's seed is
  * this segment's: the pattern's own positions (times SEED_SHARE when E > 0) plus, when E > 0,
- * its seed's. Offsets with an N in the seed cost 0 (they are never found). The segments
- * partition the seeds: run on each, it writes every offset. A work-item takes LOOKUP_BATCH
- * offsets at a time, each step for all of them before the next, so that their memory reads
- * (cache misses, mostly) overlap. */
+ * its seed's; with whole, the positions of all its neighborhoods within E, what filter_count
+ * finds there (a lookup each). Offsets with an N in the seed cost 0 (they are never found). The
+ * segments partition the seeds: run on each, it writes every offset. For the estimate a
+ * work-item takes LOOKUP_BATCH offsets at a time, each step for all of them before the next, so
+ * that their memory reads (cache misses, mostly) overlap; with whole, an offset at a time, its
+ * lookups batched as filter_count batches them. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void pattern_costs(PATTERN_ARGS, __global const uchar *reads, __global const uint *read_offset,
                    __global const uint *read_length, SEGMENT_TABLES, __global const uint *row_list,
-                   __global const uint *cost_base, __global uint *cost)
+                   __global const uint *cost_base, uint whole, __global uint *cost)
 {
     uint r = row_list[get_group_id(0)], lid = get_local_id(0);
     uint len = read_length[r];
     __global const uchar *read = reads + read_offset[r];
     __global uint *out = cost + cost_base[r];
     uint n_offsets = len - (span + ln) + 1u;
+    if (whole) {
+        for (uint o = lid; o < n_offsets; o += WG) {
+            pattern_t p = make_pattern(read, o, span, ln, seed_mask);
+            uint total = 0;
+#define ADD_POSITIONS(range) total = min(total + min((range).y - (range).x, (uint)COST_CAP), (uint)COST_CAP)
+            if (p.ok && p.seed - seed_lo < n_seeds)
+                FOR_EACH_NEIGHBOR(p, ADD_POSITIONS);
+#undef ADD_POSITIONS
+            if (!p.ok || p.seed - seed_lo < n_seeds)
+                out[o] = total;
+        }
+        return;
+    }
     for (uint first = lid * LOOKUP_BATCH; first < n_offsets; first += WG * LOOKUP_BATCH) {
         uint n = min((uint)LOOKUP_BATCH, n_offsets - first);
         uint seed[LOOKUP_BATCH], key[LOOKUP_BATCH], mine[LOOKUP_BATCH];

@@ -14,7 +14,7 @@ from .device import PLAIN, Device, groups
 from .device_reads import PackedOnDevice
 from .dna import N_CODE, complement
 from .lookup import DeviceSegment
-from .placement import COST_CAP, SEED_SHARE, Placement, min_gap, worth_placing
+from .placement import COST_CAP, SEED_SHARE, Placement, min_gap, worth_placing, worth_ranking_neighborhoods
 from .regions import leading_entries, region_offsets
 from .row_sort import TILE, sort_long_rows
 from .sensitivity import neighborhood_size
@@ -168,7 +168,8 @@ class Filter:
         self.capacity = capacity or local_capacity(device, self.wg)
         seed_mask = sum(1 << j for j in params.seed_offsets)
         self.width = params.width
-        self.saved = min(SAVED_RANGES, neighborhood_size(params.ln, e))  # a pattern finds a range a lookup
+        self.neighborhood = neighborhood_size(params.ln, e)  # lookups a pattern
+        self.saved = min(SAVED_RANGES, self.neighborhood)  # a pattern finds a range a lookup
         self.key_bits = max(1, int(genome_length - 1).bit_length())
         # the index's shape reaches the kernels at run time, so that one program serves every index
         self.shape = (np.uint32(params.span), np.uint32(params.ln), np.uint32(seed_mask))
@@ -194,7 +195,8 @@ class Filter:
 
         Every row's patterns are first counted in the fixed layout. A row that layout.n_placed
         allows to place, whose fixed patterns find more positions than it has offsets (what
-        ranking them costs, placement.worth_placing), is placed: its offsets are ranked,
+        ranking them costs, placement.worth_placing), is placed: its offsets are ranked (by
+        their neighborhoods' positions where placement.worth_ranking_neighborhoods says so),
         placed and counted again. The candidates come from the counts that stand."""
         reads = self.upload(strands, layout, active)
         counts = [self.count(seg, reads, reads.all_rows, strands.n) for seg in segments()]
@@ -204,7 +206,8 @@ class Filter:
             placed = np.flatnonzero(reads.placeable & worth_placing(found, reads.lengths, self.width))
         if placed.size:
             rows = self.device.to_device(placed.astype(np.uint32))
-            self.place(reads, layout, rows, placed, segments())
+            whole = worth_ranking_neighborhoods(found[placed], reads.lengths[placed], self.width, self.neighborhood)
+            self.place(reads, layout, rows, placed, whole, segments())
             counts = [self.count(seg, reads, rows, placed.size, c) for seg, c in zip(segments(), counts)]
         return Filtered(reads, [self.emit(seg, reads, c) for seg, c in zip(segments(), counts)], placed)
 
@@ -225,18 +228,23 @@ class Filter:
                      reads.buffers[2])
         return reads
 
-    def place(self, reads: "FilterReads", layout: Layout, rows, placed: np.ndarray, segments) -> None:
+    def place(self, reads: "FilterReads", layout: Layout, rows, placed: np.ndarray, whole: np.ndarray,
+              segments) -> None:
         """Places the patterns of the rows `placed` (row numbers; `rows` holds them on the device)
-        by the layout's rules, from their costs looked up in every segment."""
+        by the layout's rules, from their costs looked up in every segment: for the rows where
+        `whole` (a mask over placed) is set, all their neighborhoods' positions."""
         d = self.device
         n_offsets = np.zeros(reads.lengths.size, np.int64)
         n_offsets[placed] = reads.lengths[placed] - self.width + 1
         cost_base = region_offsets(n_offsets)
         cost_base_buffer, cost = d.to_device(cost_base), d.empty(4 * int(cost_base[-1]))
+        ranked = [(rows if flag.all() else d.to_device(placed[flag].astype(np.uint32)), int(flag.sum()), value)
+                  for flag, value in ((~whole, 0), (whole, 1)) if flag.any()]
         looked_up = 0
         for seg in segments:
-            d.launch(self.cost_kernel, (placed.size * self.wg,), (self.wg,), *self.shape, *reads.buffers[:2],
-                     reads.lengths_buffer, *seg.tables, rows, cost_base_buffer, cost)
+            for rows_ranked, n_ranked, value in ranked:
+                d.launch(self.cost_kernel, (n_ranked * self.wg,), (self.wg,), *self.shape, *reads.buffers[:2],
+                         reads.lengths_buffer, *seg.tables, rows_ranked, cost_base_buffer, np.uint32(value), cost)
             looked_up += 1
         if not looked_up:
             raise ValueError("placing patterns needs the index segments to look their costs up")

@@ -15,6 +15,7 @@ from indexer.build import IndexParams, Segment
 from . import placement
 from .dna import N_CODE
 from .filter import Candidates, Layout, Strands, unique_candidates
+from .sensitivity import neighborhood_size
 
 
 def neighbors(key: int, ln: int, e: int) -> list[int]:
@@ -65,6 +66,23 @@ def pattern_costs(segments: Sequence[Segment], params: IndexParams, reads: np.nd
     return np.where(ok, placement.pattern_cost(exact, seed_count, e), 0)
 
 
+def ranking_costs(segments: Sequence[Segment], params: IndexParams, reads: np.ndarray, e: int,
+                  found: np.ndarray) -> np.ndarray:
+    """The costs by which the filter ranks the offsets of placed rows (reads of one length) whose
+    fixed layout found `found` positions: each offset's neighborhoods' positions where
+    placement.worth_ranking_neighborhoods says so (what pattern_costs writes with whole), else
+    pattern_costs."""
+    costs = pattern_costs(segments, params, reads, e).astype(np.int64).reshape(-1, reads.shape[-1] - params.width + 1)
+    whole = placement.worth_ranking_neighborhoods(found, reads.shape[-1], params.width, neighborhood_size(params.ln, e))
+    whole = np.broadcast_to(whole, costs.shape[:1])
+    if whole.any():
+        n_offsets = costs.shape[1]
+        offsets = np.tile(np.arange(n_offsets), (int(whole.sum()), 1))
+        rows = reads.reshape(-1, reads.shape[-1])[whole]
+        costs[whole] = np.minimum(neighborhood_counts(segments, params, rows, e, offsets), placement.COST_CAP)
+    return costs
+
+
 def neighborhood_counts(segments: Sequence[Segment], params: IndexParams, reads: np.ndarray, e: int,
                         offsets: np.ndarray) -> np.ndarray:
     """Positions the patterns at offsets (one row of them per read, reads of one length) find
@@ -101,7 +119,7 @@ def layout_offsets(segments: Sequence[Segment], params: IndexParams, strands: St
             continue
         rule = placement.Placement(int(layout.n_placed[r]), int(layout.short_gaps[r]),
                                    placement.min_gap(params.mask, params.ln, e), params.width)
-        found.append(placement.choose_offsets(pattern_costs(segments, params, read, e)[None, :], rule)[0])
+        found.append(placement.choose_offsets(ranking_costs(segments, params, read[None], e, positions), rule)[0])
     return found
 
 

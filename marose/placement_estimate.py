@@ -8,7 +8,7 @@ import numpy as np
 from . import placement
 from .dna import N_CODE
 from .filter import Strands
-from .filter_twin import neighborhood_counts, pattern_costs
+from .filter_twin import neighborhood_counts, ranking_costs
 from .params import Choice
 from .sensitivity import pattern_offsets
 
@@ -50,7 +50,8 @@ def expected_candidates(index, choice: Choice, n_reads: int = SAMPLE_READS) -> t
     fixed_offsets = np.tile(pattern_offsets(length, p.width, p.step), (rows.shape[0], 1))
     fixed = neighborhood_counts(index.segments, index.params, rows, p.e, fixed_offsets).sum(axis=1)
     worth = placement.worth_placing(fixed, length, p.width)
-    placed_offsets = placement.choose_offsets(pattern_costs(index.segments, index.params, rows[worth], p.e), rule)
+    costs = ranking_costs(index.segments, index.params, rows[worth], p.e, fixed[worth])
+    placed_offsets = placement.choose_offsets(costs, rule)
     laid_out = fixed.copy()
     laid_out[worth] = neighborhood_counts(index.segments, index.params, rows[worth], p.e, placed_offsets).sum(axis=1)
     return float(fixed.mean()), float(laid_out.mean()), float(worth.mean()), len(reads)

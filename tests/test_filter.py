@@ -90,6 +90,51 @@ def test_kernel_equals_numpy_twin(device, mask, ln, e, step, seg_size, batch, wg
         assert 0 < filtered.placed.size < strands.n and np.all(filtered.placed % 3 > 0)
 
 
+@pytest.mark.parametrize("mask,ln,e,parts", [("########", 7, 1, 1), ("#####-##", 6, 2, 3)])
+def test_offsets_ranked_by_their_neighborhoods_equal_the_twin(device, monkeypatch, mask, ln, e, parts):
+    """Placed rows ranked by all their neighborhoods' positions (here every row whose fixed
+    layout found an even number of them, both on the device and in the twin), on segments cut
+    into parts too."""
+    from marose import placement
+
+    def even(found, read_length, width, neighborhood):
+        return np.asarray(found) % 2 == 0
+
+    monkeypatch.setattr(filter_module, "worth_ranking_neighborhoods", even)
+    monkeypatch.setattr(placement, "worth_ranking_neighborhoods", even)
+    rng = np.random.default_rng(31)
+    ref = with_copies(read_fasta(LAMBDA), rng)
+    params = IndexParams(mask, ln, 1 << 26)
+    segments = build_segments(ref, params)
+    if parts > 1:
+        most = sum(s.nbytes() for s in segments) // parts
+        segments = [part for s in segments for part in lookup.device_parts(s, most)]
+    strands = simulated_strands(ref, 40, 60, rng)
+    filt = Filter(device, params, e, ref.total_length, ref.offsets)
+    layout = Layout.fixed(strands.n, 15)
+    layout.place(np.ones(strands.n, bool), Placement(3, 1, min_gap(mask, ln, e), params.width))
+    got, filtered = filt.run(strands, layout, [lookup.upload(device, seg) for seg in segments])
+    ranked_whole = layout_counts(segments, params, strands, e)[filtered.placed] % 2 == 0
+    assert 0 < ranked_whole.sum() < filtered.placed.size  # both rankings
+    want_offsets = layout_offsets(segments, params, strands, e, layout)
+    assert all(np.array_equal(g, w) for g, w in zip(filt.offsets(filtered.reads), want_offsets))
+    want = reference_filter(segments, params, strands, e, want_offsets, ref.offsets)
+    assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
+
+
+def layout_counts(segments, params, strands, e):
+    """Positions each row's fixed-layout patterns find (step 15), as filter_count counts them."""
+    from marose.filter_twin import neighborhood_counts
+
+    counts = np.zeros(strands.n, np.int64)
+    for r in range(strands.n):
+        length = int(strands.lengths[r])
+        if length >= params.width:
+            offsets = np.array(pattern_offsets(length, params.width, 15), np.int64)[None]
+            counts[r] = neighborhood_counts(segments, params, strands.codes[r, :length][None], e, offsets).sum()
+    return counts
+
+
 def test_patterns_with_more_ranges_than_count_keeps_are_looked_up_again(device, monkeypatch):
     monkeypatch.setattr(filter_module, "SAVED_RANGES", 1)
     ref = read_fasta(LAMBDA)

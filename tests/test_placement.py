@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from marose.params import INDEX_SHAPES, choose_filter
-from marose.placement import Placement, choose_offsets, compatible, for_filter, min_gap, pattern_cost
+from marose.placement import (Placement, choose_offsets, compatible, for_filter, min_gap, pattern_cost,
+                              worth_ranking_neighborhoods)
 from marose.sensitivity import brute_force_missed_at, min_errors_to_miss, min_errors_to_miss_at, pattern_offsets
 
 MASKS = ["#", "##", "#-#", "##-#", "###", "#-##"]
@@ -143,6 +144,13 @@ def test_dynamic_program_finds_the_least_cost_placement():
 def test_costs_cap_and_rank_seed_counts_only_with_neighbors():
     assert pattern_cost([0, 5, 2**30], [100, 100, 0], 0).tolist() == [0, 5, (1 << 24) - 1]
     assert pattern_cost([0, 5], [100, 100], 1).tolist() == [100, 180]
+
+
+def test_rows_rank_by_their_neighborhoods_when_they_found_more_than_those_lookups_cost():
+    # 100 bp, width 17: 84 offsets of 22 lookups each (ln 7, e = 1) cost 1,848
+    found = np.array([84, 1848, 1849, 100_000])
+    assert worth_ranking_neighborhoods(found, 100, 17, 22).tolist() == [False, False, True, True]
+    assert not worth_ranking_neighborhoods(found, 100, 17, 1).any()  # e = 0: the estimate is exact
 
 
 def test_explain_reports_the_placement_and_what_it_finds(tmp_path, capsys):
