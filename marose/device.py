@@ -225,10 +225,10 @@ class Device:
     def prepare(self, programs: list[tuple[tuple[str, ...], dict | None]]) -> None:
         """Starts building programs (files, defines) that kernels will soon ask for, one after
         another in a thread of their own, so that the builds overlap the host's work and the
-        device's until then; program() waits for a build under way. These builds ask the
-        compiler for no warnings (-w) instead of holding the process's stderr, which the other
-        threads write to meanwhile. Not with verbose, whose builds show what the compiler says,
-        nor on Oclgrind, which two threads may not call at once."""
+        device's until then; program() waits for a build under way. These builds leave the
+        process's stderr alone, which the other threads write to meanwhile (_build). Not with
+        verbose, whose builds show what the compiler says, nor on Oclgrind, which two threads
+        may not call at once."""
         if self.is_oclgrind or self.verbose:
             return
         with self._building:
@@ -239,18 +239,21 @@ class Device:
                         self._builder = ThreadPoolExecutor(1, thread_name_prefix="marose-build")
                     self._programs[key] = self._builder.submit(self._build, files, defines, True)
 
-    def _build(self, files: tuple[str, ...], defines: dict | None, quiet: bool = False):
-        """The program built; quiet: with the compiler's warnings off (-w), its stderr left as it is."""
+    def _build(self, files: tuple[str, ...], defines: dict | None, in_background: bool = False):
+        """The program built. Without verbose the compiler is asked for no warnings (-w), so that
+        a build in the background need not hold the process's stderr (file descriptor 2) while
+        other threads write there; a build in the foreground holds what the compiler says there
+        anyway, to show it with verbose or a failure."""
         source = "\n".join(_source(name) for name in (PRELUDE, *files))
         defines = {**(defines or {}), **({"OCLGRIND": 1} if self.is_oclgrind else {})}  # see cl/ops.cl
         options = ["-cl-std=CL1.2"] + [f"-D{name}={value}" for name, value in sorted(defines.items())]
-        # what the compiler says is held by _compiler_output and shown with --verbose or a failure;
+        options += [] if self.verbose else ["-w"]
         # the filter is the whole process's, as programs build in threads (warnings.catch_warnings
         # is not safe in threads)
         warnings.filterwarnings("ignore", category=self.cl.CompilerWarning)
-        with contextlib.nullcontext(lambda: "") if quiet else _compiler_output() as said:
+        with contextlib.nullcontext(lambda: "") if in_background else _compiler_output() as said:
             try:
-                program = self.cl.Program(self.context, source).build(options=options + (["-w"] if quiet else []))
+                program = self.cl.Program(self.context, source).build(options=options)
             except self.cl.Error as exc:
                 failure = exc
             else:

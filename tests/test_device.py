@@ -171,9 +171,9 @@ def test_programs_prepared_in_the_background_are_the_ones_kernels_get(monkeypatc
     built = []
     real_build, real_source = device_module.Device._build, device_module._source
 
-    def recorded(self, files, defines, quiet=False):
+    def recorded(self, files, defines, in_background=False):
         built.append((files, threading.current_thread().name))
-        return real_build(self, files, defines, quiet)
+        return real_build(self, files, defines, in_background)
 
     monkeypatch.setattr(device_module.Device, "_build", recorded)
     warned = "#warning a message from the compiler\n"
