@@ -269,7 +269,7 @@ class Device:
 
     def kernel(self, files: tuple[str, ...], name: str, defines: dict | None = None):
         """A kernel of a cached program (retrieved once, then reused)."""
-        key = (files, name, tuple(sorted((defines or {}).items())))
+        key = (name, *_program_key(files, defines))
         if key not in self._kernels:
             self._kernels[key] = self.cl.Kernel(self.program(files, defines), name)
         return self._kernels[key]

@@ -72,14 +72,16 @@ def ranking_costs(segments: Sequence[Segment], params: IndexParams, reads: np.nd
     fixed layout found `found` positions: each offset's neighborhoods' positions where
     placement.worth_ranking_neighborhoods says so (what pattern_costs writes with whole), else
     pattern_costs."""
-    costs = pattern_costs(segments, params, reads, e).astype(np.int64).reshape(-1, reads.shape[-1] - params.width + 1)
-    whole = placement.worth_ranking_neighborhoods(found, reads.shape[-1], params.width, neighborhood_size(params.ln, e))
-    whole = np.broadcast_to(whole, costs.shape[:1])
+    length = reads.shape[-1]
+    rows = reads.reshape(-1, length)
+    whole = placement.worth_ranking_neighborhoods(found, length, params.width, neighborhood_size(params.ln, e))
+    whole = np.broadcast_to(whole, rows.shape[:1])
+    costs = np.zeros((rows.shape[0], length - params.width + 1), np.int64)
+    if not whole.all():
+        costs[~whole] = pattern_costs(segments, params, rows[~whole], e)
     if whole.any():
-        n_offsets = costs.shape[1]
-        offsets = np.tile(np.arange(n_offsets), (int(whole.sum()), 1))
-        rows = reads.reshape(-1, reads.shape[-1])[whole]
-        costs[whole] = np.minimum(neighborhood_counts(segments, params, rows, e, offsets), placement.COST_CAP)
+        offsets = np.tile(np.arange(costs.shape[1]), (int(whole.sum()), 1))
+        costs[whole] = np.minimum(neighborhood_counts(segments, params, rows[whole], e, offsets), placement.COST_CAP)
     return costs
 
 
