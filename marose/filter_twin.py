@@ -106,22 +106,24 @@ def layout_offsets(segments: Sequence[Segment], params: IndexParams, strands: St
                    active: np.ndarray | None = None) -> list[np.ndarray]:
     """Each row's pattern offsets as Filter.candidates leaves them (inactive rows have none): the
     fixed layout's, or placed ones for a row the layout allows to place whose fixed patterns
-    find more positions than it has offsets."""
-    found = []
-    for r in range(strands.n):
-        length = int(strands.lengths[r]) if active is None or active[r] else 0
-        fixed = np.array(pattern_offsets(length, params.width, int(layout.step[r])), np.int64)
-        if length < params.width or layout.n_placed[r] == 0:
-            found.append(fixed)
-            continue
-        read = strands.codes[r, :length]
-        positions = neighborhood_counts(segments, params, read[None], e, fixed[None]).sum()
-        if not placement.worth_placing(positions, length, params.width):
-            found.append(fixed)
-            continue
-        rule = placement.Placement(int(layout.n_placed[r]), int(layout.short_gaps[r]),
-                                   placement.min_gap(params.mask, params.ln, e), params.width)
-        found.append(placement.choose_offsets(ranking_costs(segments, params, read[None], e, positions), rule)[0])
+    find more positions than it has offsets. Rows of one length and step are looked up together."""
+    lengths = [int(strands.lengths[r]) if active is None or active[r] else 0 for r in range(strands.n)]
+    found = [np.array(pattern_offsets(length, params.width, int(step)), np.int64)
+             for length, step in zip(lengths, layout.step)]
+    placeable = [r for r in range(strands.n) if lengths[r] >= params.width and layout.n_placed[r] > 0]
+    by_shape = itertools.groupby(sorted(placeable, key=lambda r: (lengths[r], int(layout.step[r]))),
+                                 key=lambda r: (lengths[r], int(layout.step[r])))
+    for (length, _), group in by_shape:
+        rows = np.array(list(group))
+        reads = strands.codes[rows, :length]
+        fixed = np.tile(found[rows[0]], (rows.size, 1))
+        positions = neighborhood_counts(segments, params, reads, e, fixed).sum(axis=1)
+        worth = placement.worth_placing(positions, length, params.width)
+        costs = ranking_costs(segments, params, reads[worth], e, positions[worth])
+        for r, row_costs in zip(rows[worth], costs):
+            rule = placement.Placement(int(layout.n_placed[r]), int(layout.short_gaps[r]),
+                                       placement.min_gap(params.mask, params.ln, e), params.width)
+            found[r] = placement.choose_offsets(row_costs[None], rule)[0]
     return found
 
 

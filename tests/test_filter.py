@@ -127,11 +127,10 @@ def layout_counts(segments, params, strands, e):
     from marose.filter_twin import neighborhood_counts
 
     counts = np.zeros(strands.n, np.int64)
-    for r in range(strands.n):
-        length = int(strands.lengths[r])
-        if length >= params.width:
-            offsets = np.array(pattern_offsets(length, params.width, 15), np.int64)[None]
-            counts[r] = neighborhood_counts(segments, params, strands.codes[r, :length][None], e, offsets).sum()
+    for length in np.unique(strands.lengths[strands.lengths >= params.width]):
+        rows = np.flatnonzero(strands.lengths == length)
+        offsets = np.tile(pattern_offsets(int(length), params.width, 15), (rows.size, 1))
+        counts[rows] = neighborhood_counts(segments, params, strands.codes[rows, :length], e, offsets).sum(axis=1)
     return counts
 
 

@@ -24,18 +24,19 @@ def brute_force_patterns(path: str, params: IndexParams) -> dict:
     """{(seed, key): [positions]} by a plain scan of each contig's string."""
     found = defaultdict(list)
     offset = 0
+    width, span, seed_offsets = params.width, params.span, params.seed_offsets
     with pysam.FastxFile(path) as fasta:
         for record in fasta:
             seq = record.sequence.upper()
-            for p in range(len(seq) - params.width + 1):
-                window = seq[p : p + params.width]
-                if any(c not in CODE for c in window):
+            for p in range(len(seq) - width + 1):
+                window = seq[p : p + width]
+                if not set(window) <= CODE.keys():
                     continue
                 seed = 0
-                for j in params.seed_offsets:
+                for j in seed_offsets:
                     seed = seed * 4 + CODE[window[j]]
                 key = 0
-                for c in window[params.span :]:
+                for c in window[span:]:
                     key = key * 4 + CODE[c]
                 found[(seed, key)].append(offset + p)
             offset += len(seq)
