@@ -91,7 +91,7 @@ def tool_steps(args, length: int, out: str, peer_query: str) -> dict[str, Step]:
                                   stdout=f"{out}.mummer")],
         f"e-mem -t {args.threads}": [Step(["e-mem", "-b", "-n", "-l", str(length), "-t", str(args.threads), args.ref,
                                            peer_query], stdout=f"{out}.emem")],
-        "marose mems": [Step(marose)],
+        "marose mems": [Step(marose, writes=f"{out}.marose")],
     }
     if args.fastmap:  # SMEMs only: timed beside, not compared
         prefix = os.path.join(args.work, "bwa_ref")

@@ -113,7 +113,7 @@ def tool_steps(tool: str, runner: Runner, genome: str, work: str, k: int, thread
         index = os.path.join(work, "marose", os.path.basename(genome) + ".marose")
         argv = [sys.executable, "-m", "marose.cli", "map", "-x", index, r1, r2, "-k", str(k), "-t", str(threads),
                 "-o", out_sam, "-q"] + (["--device", device] if device else [])
-        return [Step([sys.executable, "-m", "indexer.cli", genome, "-q", "-o", index])], [Step(argv)]
+        return [Step([sys.executable, "-m", "indexer.cli", genome, "-q", "-o", index])], [Step(argv, writes=out_sam)]
     prefix = os.path.join(work, tool, os.path.basename(genome))
     if tool == "bwa":
         return ([Step(["bwa", "index", "-p", prefix, genome])],
@@ -123,7 +123,7 @@ def tool_steps(tool: str, runner: Runner, genome: str, work: str, k: int, thread
                 [Step(["minimap2", "-ax", "sr", "-t", str(threads), prefix + ".mmi", r1, r2], stdout=out_sam)])
     if tool == "bowtie2":
         return ([Step(["bowtie2-build", "--threads", str(threads), "-q", genome, prefix])],
-                [Step(["bowtie2", "-p", str(threads), "-x", prefix, "-1", r1, "-2", r2, "-S", out_sam])])
+                [Step(["bowtie2", "-p", str(threads), "-x", prefix, "-1", r1, "-2", r2, "-S", out_sam], writes=out_sam)])
     raise SystemExit(f"unknown tool {tool}; use {', '.join(TOOLS)}")
 
 

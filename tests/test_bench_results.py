@@ -75,3 +75,15 @@ def test_a_plot_per_entry_in_which_a_tool_ran(tmp_path):
     assert open(paths[0], "rb").read(8) == b"\x89PNG\r\n\x1a\n"
     assert device_tag("pthread-Intel(R) Xeon(R) Processor") == "pthread-intel-xeon"
     assert device_tag("NVIDIA H100 80GB HBM3") == "nvidia-h100-80gb-hbm3"
+
+
+def test_a_step_starts_with_no_output_of_an_earlier_run(tmp_path):
+    """What a timed step writes is removed before it runs, whether it writes the file itself or
+    through its standard output, so that no tool pays for freeing an earlier run's file."""
+    own, piped = tmp_path / "own.sam", tmp_path / "piped.sam"
+    own.write_text("an earlier run\n")
+    piped.write_text("an earlier run\n")
+    steps = [Step(["sh", "-c", f"test ! -e {own} && test ! -s {piped} && echo new > {own} && echo piped"],
+                  stdout=str(piped), writes=str(own))]
+    assert Runner().run(steps, str(tmp_path / "log.txt")).ok
+    assert own.read_text() == "new\n" and piped.read_text() == "piped\n"
