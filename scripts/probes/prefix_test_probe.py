@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""How hard row_loci's pre-alignment test works on a read set's candidates, and what a cheaper
+first test or more frequent bound checks would save.
+
+    scripts/probes/prefix_test_probe.py INDEX READS.fq [--reads N] [-k K] [--sample S]
+
+The filter's candidates of the first N reads (both strands, mapped on the default device) are
+read back, and S of them, drawn at random, are tested on the host with numpy: the test of
+marose.prealign on the read's first 64 bases (checked against prealign.rejects on some), the
+same test on its first 32 bases, and the number of window columns the kernel's prefix_rejects
+walks before it decides, with its band bound checked every 8 columns (as it is), every 4, 2 or 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from indexer import store  # noqa: E402
+from marose import device_reads, prealign  # noqa: E402
+from marose.device import Device  # noqa: E402
+from marose.filter import Strands  # noqa: E402
+from marose.mapper import Mapper  # noqa: E402
+from marose.reads import read_batches  # noqa: E402
+
+ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+ONE = np.uint64(1)
+
+
+class Windows:
+    """The candidate windows of a read set: each candidate's strand codes, window [w, e) and read length."""
+
+    def __init__(self, index_path: str, reads_path: str, n: int, k: int):
+        index = store.load(index_path, False)
+        device = Device()
+        mapper = Mapper(index, device, k, 100)
+        batch = next(read_batches(reads_path, n))
+        batch.prepare()
+        strands, _ = Strands.on_device(device, device_reads.to_device(device, batch))
+        rows, starts = [], []
+        for found in mapper._candidates(strands, np.ones(strands.n, bool)):
+            written = device.read(found.count, np.uint32, strands.n)
+            values = device.read(found.buffer, np.uint32, found.size)
+            for r in range(strands.n):
+                rows.append(np.full(int(written[r]), r))
+                starts.append(values[found.offsets[r]:found.offsets[r] + written[r]].astype(np.int64))
+        self.k, self.genome = k, index.reference.codes
+        self.codes = device.read(strands.buffer, np.uint8, strands.n * strands.width).reshape(strands.n, -1)
+        self.row, start = np.concatenate(rows), np.concatenate(starts)
+        bounds = mapper.contig_offsets
+        contig = np.searchsorted(bounds, start, side="right") - 1
+        self.length = strands.lengths.astype(np.int64)[self.row]
+        self.w = np.where(start - bounds[contig] >= k, start - k, bounds[contig])
+        self.e = np.minimum(bounds[contig + 1], start + self.length + k)
+
+    def masks(self, rows: np.ndarray, bits: int) -> np.ndarray:
+        """Match masks (4, len(rows)) of each row's first `bits` bases."""
+        prefix = self.codes[rows, :bits].astype(np.int64)
+        bit = ONE << np.arange(bits, dtype=np.uint64)
+        return np.stack([np.bitwise_or.reduce(np.where(prefix == b, bit, np.uint64(0)), axis=1) for b in range(4)])
+
+    def walk(self, sel: np.ndarray, bits: int, every: int) -> tuple[np.ndarray, np.ndarray]:
+        """(rejected, columns walked) of the test on the first `bits` bases of each window of sel,
+        Myers' columns over all of them at once, with the exits of cl/extend.cl prefix_rejects:
+        an end within k keeps the window; the score too high to fall to k, or (every `every`
+        columns, once no alignment starts any more) the band bound, rejects it."""
+        k, rows, w, e, length = self.k, self.row[sel], self.w[sel], self.e[sel], self.length[sel]
+        mask = ALL if bits == 64 else (ONE << np.uint64(bits)) - ONE
+        top = np.uint64(bits - 1)
+        cut = length - np.minimum(length, bits + k)
+        starts, end = e + k - length - w + 1, e - cut
+        rejected = ((e - w) <= cut) | (starts <= 0)
+        live = ~rejected & (length > bits)
+        peq, each = self.masks(rows, bits), np.arange(rows.size)
+        pv, mv = np.full(rows.size, mask), np.zeros(rows.size, np.uint64)
+        score, walked = np.full(rows.size, bits, np.int64), np.zeros(rows.size, np.int64)
+        for j in range(int((end - w).max(initial=0))):
+            live &= w + j < end
+            if not live.any():
+                break
+            walked += live
+            code = self.genome[np.minimum(w + j, self.genome.size - 1)].astype(np.int64)
+            eq = np.where(code < 4, peq[np.minimum(code, 3), each], np.uint64(0))
+            xv = eq | mv
+            xh = ((((eq & pv) + pv) & mask) ^ pv) | eq
+            ph, mh = (mv | ~(xh | pv)) & mask, pv & xh
+            score += ((ph >> top) & ONE).astype(np.int64) - ((mh >> top) & ONE).astype(np.int64)
+            ph = ((ph << ONE) | (j + 1 >= starts).astype(np.uint64)) & mask
+            mh = (mh << ONE) & mask
+            pv, mv = (mh | ~(xv | ph)) & mask, ph & xv
+            left = end - 1 - (w + j)
+            band = np.where(left <= 0, np.uint64(0), np.where(left >= bits, mask, (mask << (
+                np.uint64(bits) - np.clip(left, 1, bits - 1).astype(np.uint64))) & mask))
+            bound = score - np.bitwise_count(pv & band).astype(np.int64)
+            kept = score <= k
+            out = (score > k + left) | ((j % every == every - 1) & (j + 2 > starts) & (bound > k))
+            rejected |= live & out & ~kept
+            live &= ~(kept | out)
+        rejected |= live  # walked to the end without an end within k
+        rejected &= length > bits
+        return rejected, walked
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("index")
+    parser.add_argument("reads")
+    parser.add_argument("--reads", dest="n", type=int, default=2000)
+    parser.add_argument("-k", type=int, default=5)
+    parser.add_argument("--sample", type=int, default=100_000)
+    args = parser.parse_args()
+    windows = Windows(args.index, args.reads, args.n, args.k)
+    rng = np.random.default_rng(1)
+    sample = np.sort(rng.choice(windows.row.size, min(windows.row.size, args.sample), replace=False))
+    print(f"{windows.row.size:,} candidates of {args.n:,} reads; {sample.size:,} tested")
+    rejected64, walked = windows.walk(sample, 64, 8)
+    for c in sample[:200]:
+        want = prealign.rejects(windows.codes[windows.row[c], :windows.length[c]], windows.genome,
+                                int(windows.w[c]), int(windows.e[c]), args.k)
+        assert want == rejected64[np.searchsorted(sample, c)], c
+    rejected32, _ = windows.walk(sample, 32, 1)
+    assert not np.any(rejected32 & ~rejected64)
+    print(f"first 64 bases reject {rejected64.mean():.1%} (200 checked against prealign.rejects); "
+          f"the first 32 reject {rejected32.mean():.1%}, {rejected32[rejected64].mean():.1%} of those")
+    for every in (8, 4, 2, 1):
+        walked = windows.walk(sample, 64, every)[1] if every != 8 else walked
+        print(f"band bound every {every} columns: {walked.mean():.1f} columns walked a window")
+
+
+if __name__ == "__main__":
+    main()
