@@ -84,7 +84,7 @@ def test_sigterm_ends_a_map_and_leaves_no_output(lambda_index, tmp_path, name):
 
 
 def test_sigterm_ends_an_index_build_and_leaves_no_index(tmp_path):
-    # 12 contigs of 512 kbp, one segment each: about 3 s to build on 2 cores, the segments' files
+    # 12 contigs of 512 kbp, one segment each: about 4 s to build on 2 cores, the segments' files
     # written in the last half second
     rng = np.random.default_rng(5)
     fasta = tmp_path / "g.fa"
