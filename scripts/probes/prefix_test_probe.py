@@ -100,8 +100,7 @@ class Windows:
             kept = score <= k
             out = (score > k + left) | ((j % every == every - 1) & (j + 2 > starts) & (bound > k))
             rejected |= live & out & ~kept
-            live &= ~(kept | out)
-        rejected |= live  # walked to the end without an end within k
+            live &= ~(kept | out)  # at its last column (left 0) every window is kept or rejected
         rejected &= length > bits
         return rejected, walked
 

@@ -35,17 +35,16 @@ def child(record: str, argv: list[str]) -> None:
     import marose.mapper as mapper
 
     spans: list = []
+    counted = mapper.Stats.timing
 
     @contextmanager
     def timing(self, stage: str):
-        begun, cpu = time.perf_counter(), time.thread_time()
+        begun = time.perf_counter()
         try:
-            yield
+            with counted(self, stage):
+                yield
         finally:
-            ended = time.perf_counter()
-            self.seconds[stage] += ended - begun
-            self.cpu_seconds[stage] += time.thread_time() - cpu
-            spans.append((threading.current_thread().name, stage, begun - started, ended - started))
+            spans.append((threading.current_thread().name, stage, begun - started, time.perf_counter() - started))
 
     def end_process(status: int, real=cli._end_process) -> None:
         exiting = time.time()
