@@ -197,19 +197,27 @@ class Filter:
         allows to place, whose fixed patterns find more positions than it has offsets (what
         ranking them costs, placement.worth_placing), is placed: its offsets are ranked (by
         their neighborhoods' positions where placement.worth_ranking_neighborhoods says so),
-        placed and counted again. The candidates come from the counts that stand."""
+        placed and counted again. The candidates come from the counts that stand.
+
+        Each walk may give the segments in another order (lookup.DeviceIndex.in_turn), so a
+        segment's counts are kept by the segment; the candidates come in the first walk's order."""
         reads = self.upload(strands, layout, active)
-        counts = [self.count(seg, reads, reads.all_rows, strands.n) for seg in segments()]
+        counts = {id(seg.segment): self.count(seg, reads, reads.all_rows, strands.n) for seg in segments()}
         placed = np.zeros(0, np.int64)
         if np.any(reads.placeable):
-            found = sum(c.read_counts(self.device) for c in counts)
+            found = sum(c.read_counts(self.device) for c in counts.values())
             placed = np.flatnonzero(reads.placeable & worth_placing(found, reads.lengths, self.width))
         if placed.size:
             rows = self.device.to_device(placed.astype(np.uint32))
             whole = worth_ranking_neighborhoods(found[placed], reads.lengths[placed], self.width, self.neighborhood)
             self.place(reads, layout, rows, placed, whole, segments())
-            counts = [self.count(seg, reads, rows, placed.size, c) for seg, c in zip(segments(), counts)]
-        return Filtered(reads, [self.emit(seg, reads, c) for seg, c in zip(segments(), counts)], placed)
+        emitted = {}
+        for seg in segments():  # counted again where placed, and emitted, in one walk
+            counted = counts[id(seg.segment)]
+            if placed.size:
+                self.count(seg, reads, rows, placed.size, counted)
+            emitted[id(seg.segment)] = self.emit(seg, reads, counted)
+        return Filtered(reads, [emitted[key] for key in counts], placed)
 
     def upload(self, strands: Strands, layout: Layout, active: np.ndarray | None = None) -> "FilterReads":
         """The rows on the device, each with the fixed layout's patterns; inactive rows get none."""
@@ -310,16 +318,21 @@ class Filter:
         """The candidates of every row on the host, sorted by row then start, unique (over the
         segments); and what the filter left on the device."""
         filtered = self.candidates(strands, layout, active, lambda: iter(segments))
+        return self.on_host(filtered, strands.n), filtered
+
+    def on_host(self, filtered: "Filtered", n_rows: int) -> Candidates:
+        """The candidates the filter left on the device, on the host: sorted by row then start,
+        unique (over the segments)."""
         d, rows, starts = self.device, [], []
         for on_device in filtered.found:
             offsets = on_device.offsets
             found = d.read(on_device.buffer, np.uint32, int(offsets[-1]))
-            written = d.read(on_device.count, np.uint32, strands.n).astype(np.int64)
-            rows.append(np.repeat(np.arange(strands.n, dtype=np.uint32), written))
+            written = d.read(on_device.count, np.uint32, n_rows).astype(np.int64)
+            rows.append(np.repeat(np.arange(n_rows, dtype=np.uint32), written))
             starts.append(found[leading_entries(offsets[:-1], written)])
         if not rows:
-            return unique_candidates(np.zeros(0, np.uint32), np.zeros(0, np.uint32)), filtered
-        return unique_candidates(np.concatenate(rows), np.concatenate(starts)), filtered
+            return unique_candidates(np.zeros(0, np.uint32), np.zeros(0, np.uint32))
+        return unique_candidates(np.concatenate(rows), np.concatenate(starts))
 
 
 @dataclass

@@ -196,9 +196,9 @@ class Mapper:
         """The filter's candidates of the active rows, left on the device: one list for each
         neighborhood error count e in use and each segment."""
         rows_e, layout = self.layout(strands, active)
-        found = []
+        found, segments = [], self.on_device.in_turn()
         for e in _distinct(rows_e[rows_e >= 0]):
-            filtered = self.filter(int(e)).candidates(strands, layout, rows_e == e, self.on_device.segments)
+            filtered = self.filter(int(e)).candidates(strands, layout, rows_e == e, segments)
             found.extend(filtered.found)
             self._count_lookups(strands, rows_e == e, layout, filtered.placed)
         return found

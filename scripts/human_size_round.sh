@@ -8,6 +8,8 @@
 #   scripts/human_size_round.sh map [N]           # 1M 100 bp reads (k 5) and 460,544 H3 reads (k 3), or N
 #                                                 # of each, the index kept on the device and cut to 20G
 #   scripts/human_size_round.sh segments          # 121 Mbp: 1 against 8 segments, map time and lookups
+#   scripts/human_size_round.sh parts [N] [LIMIT] # 121 Mbp: N 100 bp reads (1M), the index kept on the device
+#                                                 # and cut to LIMIT (700M: two parts) by --max-device-memory
 #   scripts/human_size_round.sh serve             # 121 Mbp, Table II reads: served against standalone
 #
 # Needs bench/h/arabidopsis_3sp.fa.gz (scripts/fetch_genomes.sh --big) and pyopencl, mmh3 and
@@ -69,6 +71,20 @@ segments)
         done
     done
     cmp <(grep -v '^@PG' $h/oa1.sam) <(grep -v '^@PG' $h/oa8.sam) && echo "1 and 8 segments: same SAM"
+    ;;
+parts)
+    [ -e $three ] || gunzip -c bench/h/arabidopsis_3sp.fa.gz > $three
+    reads=$h/a100${2:+_$2}.fq
+    [ -e $reads ] || python3 scripts/simulate_reads.py $three $reads --n ${2:-1000000} --length 100 --max-edits 4 --seed 11
+    [ -e $h/a1.marose ] || run python3 -m indexer.cli $three -o $h/a1.marose -q
+    for r in 1 2; do
+        for limit in "" ${3:-700M}; do
+            run python3 -m marose.cli map -x $h/a1.marose $reads -k 5 -o $h/op$limit.sam --stats $h/sp.json -q \
+                ${limit:+--max-device-memory $limit}
+            lookups $h/sp.json
+        done
+    done
+    cmp <(grep -v '^@PG' $h/op.sam) <(grep -v '^@PG' $h/op${3:-700M}.sam) && echo "whole and in parts: same SAM"
     ;;
 serve)
     [ -e $three ] || gunzip -c bench/h/arabidopsis_3sp.fa.gz > $three

@@ -10,7 +10,7 @@ from marose import device_reads
 from marose import filter as filter_module
 from marose import lookup
 from marose.dna import N_CODE, encode
-from marose.filter import Filter, Layout, Strands, unique_candidates
+from marose.filter import Filter, Layout, Strands
 from marose.filter_twin import fixed_offsets, layout_offsets, pattern_offsets, patterns, reference_filter
 from marose.placement import Placement, min_gap
 from marose.reads import ReadBatch
@@ -88,6 +88,41 @@ def test_kernel_equals_numpy_twin(device, mask, ln, e, step, seg_size, batch, wg
             assert np.all(np.diff(found[on_device.offsets[r]:on_device.offsets[r] + written[r]].astype(np.int64)) > 0)
     if placed:
         assert 0 < filtered.placed.size < strands.n and np.all(filtered.placed % 3 > 0)
+
+
+def test_parts_in_turn_keep_the_last_upload_for_the_next_walk(device, monkeypatch):
+    """Each walk of PartsInTurn gives every part once, starting with the part the walk before
+    uploaded last: 3n - 2 uploads for three walks of n parts, their positions left on the host
+    until they are read. The filter, whose walks then give
+    the parts in other orders, finds the same candidates as over the parts in order, placed
+    rows included."""
+    rng = np.random.default_rng(41)
+    ref = with_copies(read_fasta(LAMBDA), rng)
+    params = IndexParams("#####-##", 6, 20_000)
+    segments = build_segments(ref, params)
+    most = sum(s.nbytes() for s in segments) // 5
+    parts = [part for s in segments for part in lookup.device_parts(s, most)]
+    upload, uploads = lookup.upload, []
+    monkeypatch.setattr(lookup, "upload", lambda d, segment: uploads.append(segment) or upload(d, segment))
+    walk = lookup.PartsInTurn(device, parts)
+    on_device = [list(walk()) for _ in range(3)]
+    walks = [[seg.segment for seg in w] for w in on_device]
+    assert len(parts) >= 5 and len(uploads) == 3 * len(parts) - 2
+    assert all(seg.uploaded_positions is None for w in on_device for seg in w)  # until emitting reads them
+    assert walks[0] == parts
+    for before, after in zip(walks, walks[1:]):
+        assert after[0] is before[-1] and sorted(map(id, after)) == sorted(map(id, parts))
+
+    strands = simulated_strands(ref, 40, 60, rng)
+    filt = Filter(device, params, 0, ref.total_length, ref.offsets)
+    layout = Layout.fixed(strands.n, 14)
+    layout.place(np.arange(strands.n) % 3 > 0, Placement(3, 0, min_gap(params.mask, params.ln, 0), params.width))
+    want, _ = filt.run(strands, layout, [upload(device, part) for part in parts])
+    uploads.clear()
+    filtered = filt.candidates(strands, layout, None, lookup.PartsInTurn(device, parts))
+    got = filt.on_host(filtered, strands.n)
+    assert 0 < filtered.placed.size and len(uploads) == 3 * len(parts) - 2  # count, place, count and emit
+    assert want.row.size >= 35 and np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
 
 
 @pytest.mark.parametrize("mask,ln,e,parts", [("########", 7, 1, 1), ("#####-##", 6, 2, 3)])
