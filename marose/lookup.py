@@ -108,8 +108,8 @@ class DeviceIndex:
         """For one filter call, which walks the segments several times: a callable that gives
         every segment, in turn, each time it is called. Parts not kept on the device are
         uploaded, and the last one uploaded stays there until the next walk, which starts with
-        it: every walk after the first uploads one part less (half the uploads with two parts).
-        It stays no longer than the callable, so that the rest of a batch has the memory."""
+        it: every walk after the first uploads one part less. It stays no longer than the
+        callable, so that the rest of a batch has the memory."""
         if self.resident:
             return lambda: iter(self._segments)
         return PartsInTurn(self.device, self.parts)
