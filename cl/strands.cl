@@ -4,10 +4,16 @@
  * complement, each padded with N (4) to width, as marose/filter.py's Strands.from_reads makes
  * them. n_count[r] is the number of N in read r. */
 
+/* Without a branch a base: bits 2 and 1 of A, C, G and T are 00, 01, 11 and 10, which xor with
+ * their own higher bit makes 0, 1, 2 and 3; bit i of ACGT_BITS marks the letter '@' + i as one of
+ * them. */
+#define ACGT_BITS ((1u << ('A' - '@')) | (1u << ('C' - '@')) | (1u << ('G' - '@')) | (1u << ('T' - '@')))
+
 inline uchar base_code(uchar letter)
 {
-    uchar upper = letter & 0xDF; /* clears the bit that makes an ASCII letter lower-case */
-    return upper == 'A' ? 0 : upper == 'C' ? 1 : upper == 'G' ? 2 : upper == 'T' ? 3 : 4;
+    uint upper = letter & 0xDFu; /* clears the bit that makes an ASCII letter lower-case */
+    uint bits = (upper >> 1) & 3u, i = upper - '@';
+    return i < 32u && ((ACGT_BITS >> i) & 1u) ? (uchar)(bits ^ (bits >> 1)) : 4;
 }
 
 __kernel void both_strands(__global const uchar *seqs, __global const uint *seq_offset, uint n, uint width,

@@ -206,6 +206,7 @@ def test_strands_on_the_device_equal_the_host_ones(device):
     letters = np.frombuffer(b"ACGTacgtNnRYKMSWBDHV", dtype=np.uint8)
     seqs = [rng.choice(letters, int(length), p=[0.1] * 8 + [0.2 / 12] * 12).tobytes()
             for length in rng.integers(1, 60, 50)]
+    seqs.append(bytes(range(33, 127)))  # every printable byte: A, C, G, T in either case, and the rest N
     batch = ReadBatch([f"r{i}" for i in range(len(seqs))], seqs, None, 0)
     codes, lengths = batch.codes()
     want = Strands.from_reads(codes, lengths)
