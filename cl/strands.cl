@@ -4,9 +4,9 @@
  * complement, each padded with N (4) to width, as marose/filter.py's Strands.from_reads makes
  * them. n_count[r] is the number of N in read r. */
 
-/* Without a branch a base: bits 2 and 1 of A, C, G and T are 00, 01, 11 and 10, which xor with
- * their own higher bit makes 0, 1, 2 and 3; bit i of ACGT_BITS marks the letter '@' + i as one of
- * them. */
+/* A base's code without branches: bits 2 and 1 of A, C, G and T (in either case) are 00, 01, 11
+ * and 10, which xor with their higher bit make 0, 1, 2 and 3; bit i of ACGT_BITS marks the letter
+ * '@' + i as one of them. */
 #define ACGT_BITS ((1u << ('A' - '@')) | (1u << ('C' - '@')) | (1u << ('G' - '@')) | (1u << ('T' - '@')))
 
 inline uchar base_code(uchar letter)

@@ -288,10 +288,10 @@ def test_an_index_larger_than_the_device_allows_is_cut_into_parts(lambda_two_con
         return upload(device, segment)
 
     monkeypatch.setattr(lookup, "upload", counted)
-    limit = sum(s.nbytes() for s in segments) // 10
-    n_parts = len([part for s in segments for part in lookup.device_parts(s, limit)])
+    most = sum(s.nbytes() for s in segments) // 10
+    n_parts = len([part for s in segments for part in lookup.device_parts(s, most)])
     runs = []
-    for limit in (None, limit):
+    for limit in (None, most):
         uploads.clear()
         out, stats = tmp_path / f"o{limit}.sam", tmp_path / f"s{limit}.json"
         assert run_map("-x", idx, fq, "-o", out, "-k", 3, "--batch-size", 25, "--stats", stats,
