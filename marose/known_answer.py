@@ -270,10 +270,11 @@ def _candidates_agree(device, case: Case, strands, rows: np.ndarray, e: int, lay
 
     ref, params = case.index.reference, case.index.params
     filt = Filter(device, params, e, ref.total_length, ref.offsets, capacity=capacity)
-    # the segments cut into parts of a third of their size, as a device too small for them has them
+    # the segments cut into parts of a third of their size, as a device too small for them has them,
+    # walked in turn as the mapper walks them
     third = sum(s.nbytes() for s in case.index.segments) // 3
-    on_device_index = DeviceIndex(case.index, device, third)
-    got, filtered = filt.run(strands, layout, list(on_device_index.segments()), rows)
+    filtered = filt.candidates(strands, layout, rows, DeviceIndex(case.index, device, third).in_turn())
+    got = filt.on_host(filtered, strands.n)
     want_offsets = layout_offsets(case.index.segments, params, strands, e, layout, rows)
     if not all(np.array_equal(g, w) for g, w in zip(filt.offsets(filtered.reads), want_offsets)):
         return False

@@ -96,14 +96,6 @@ class DeviceIndex:
         self._segments = [DeviceSegment(s, *resident[i * len(TABLES):(i + 1) * len(TABLES)])
                           for i, s in enumerate(self.parts)] if self.resident else None
 
-    def segments(self):
-        """The segments on the device: kept resident, or parts uploaded one at a time."""
-        if self.resident:
-            yield from self._segments
-        else:
-            for part in self.parts:
-                yield upload(self.device, part)
-
     def in_turn(self) -> Callable[[], Iterator[DeviceSegment]]:
         """For one filter call, which walks the segments several times: a callable that gives
         every segment, in turn, each time it is called. Parts not kept on the device are
