@@ -194,6 +194,8 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     _in_background(_load_opencl_drivers)
     from indexer import store
 
+    from . import device_processes
+    from .device import choose_devices
     from .sam_file import SamWriter
     from .session import map_reads, open_reads, open_session
 
@@ -204,14 +206,21 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     def open_output(header: str):
         return SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1)
 
-    # the index loads and the first batch is read while the device opens in this thread (which
-    # makes every OpenCL call); the device's batch size is asked for when the second batch is
+    # the index loads and the first batch is read while the devices are found and opened in this
+    # thread (which makes every OpenCL call); their batch size is asked for when the second batch is
     loading = _in_background(store.load, path, False)
-    batches, bytes_read, layout = open_reads(args, lambda: default_batch_size(session.device))
+    device_batch_size: list = []  # how the devices' batch size is found, once they are open
+    batches, bytes_read, layout = open_reads(args, lambda: device_batch_size[0]())
     reading = _in_background(next, batches)
-    session = open_session(loading, args.device, bool(args.stats), args.verbose, log, device_memory(args))
-    map_reads(session, args, reading.result(), batches, bytes_read, open_output, command_line, log, setup_started,
-              layout)
+    specs = choose_devices(args.device)
+    if device_processes.wanted(args, specs):
+        device_processes.map_on_devices(args, specs, loading, reading, batches, bytes_read, device_batch_size,
+                                        command_line, log, setup_started)
+    else:
+        session = open_session(loading, ",".join(specs), bool(args.stats), args.verbose, log, device_memory(args))
+        device_batch_size.append(lambda: default_batch_size(session.device))
+        map_reads(session, args, reading.result(), batches, bytes_read, open_output, command_line, log,
+                  setup_started, layout)
     if exit_when_done:
         _end_process(0)
 
@@ -312,14 +321,15 @@ def _in_background(function, *args) -> Future:
     return future
 
 
-def write_stats(path: str, stats, elapsed: float, setup: float, devices: list, where: str | None = None) -> None:
+def write_stats(path: str, stats, elapsed: float, setup: float, devices: list, where: str | None = None,
+                kernel_seconds: dict | None = None) -> None:
     """Counts and seconds as JSON: total is the mapping (kernels are built, or taken from the
     cache, at first use within it), setup what came before it (imports, index load, devices,
-    index upload); kernel seconds summed over the devices. where: what mapped, when not devices
-    of this process (their names)."""
+    index upload); kernel seconds summed over the devices and those given. where: what mapped,
+    when not devices of this process (their names)."""
     import json
 
-    kernel_seconds: dict[str, float] = {}
+    kernel_seconds = dict(kernel_seconds or {})
     for device in devices:
         for name, seconds in device.collect_profile().items():
             kernel_seconds[name] = kernel_seconds.get(name, 0.0) + seconds

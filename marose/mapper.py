@@ -106,6 +106,7 @@ class Mapper:
         self.choices: dict[int, Choice] = {}
         self._choosing = threading.Lock()
         self.stats = Stats()
+        self.warns = True  # a read length without a guarantee is warned about on stderr
 
     def on_lane(self, device: Device) -> "Mapper":
         """A Mapper for another thread that maps on device, a mapping lane of this one's
@@ -149,7 +150,7 @@ class Mapper:
         return choose_filter(read_length, self.k, p.mask, p.ln, self.n_positions, self.repeat_occupancy, indels)
 
     def _warn(self, chosen: Choice) -> None:
-        if all(earlier.guaranteed for earlier in self.choices.values()):
+        if self.warns and all(earlier.guaranteed for earlier in self.choices.values()):
             p = self.index.params
             print(f"marose: warning: for {chosen.read_length} bp reads and k={self.k} the index (mask "
                   f"{p.mask}, ln {p.ln}) gives no guarantee: {chosen.missed_fraction:.3%} of placements of "

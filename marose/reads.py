@@ -76,12 +76,14 @@ class FastqText:
     records of 4 lines each, ending with the last one's newline. They are checked and packed on
     the host (packed) or on a device (marose/device_reads.py)."""
 
-    def __init__(self, text: np.ndarray, n: int, first: int, label: str, newlines: np.ndarray | None = None):
+    def __init__(self, text: np.ndarray, n: int, first: int, label: str, newlines: np.ndarray | None = None,
+                 at: int | None = None):
         self.text = text  # uint8
         self.n = n
         self.first = first  # records of the input before these
         self.label = label  # the input, as errors name it
         self._newlines = newlines
+        self.at = at  # where the text lies in the input file, when it is the file's bytes as they are
 
     def __len__(self) -> int:
         return self.n
@@ -97,7 +99,7 @@ class FastqText:
         """Records start..end-1 (a view of this text)."""
         at, to = _line_start(self.newlines, 4 * start), _line_start(self.newlines, 4 * end)
         return FastqText(self.text[at:to], end - start, self.first + start, self.label,
-                         self.newlines[4 * start:4 * end] - at)
+                         self.newlines[4 * start:4 * end] - at, None if self.at is None else self.at + at)
 
     def packed(self) -> PackedReads:
         """The records checked and packed on the host; raises MaroseError at the first bad one."""
@@ -257,10 +259,12 @@ def _joined_texts(texts: list[np.ndarray], offsets: list[np.ndarray]) -> tuple[n
 class BytesRead:
     """How far the input has been parsed: bytes of the file whose text reached the parser
     (compressed bytes for gzip), the records parsed from them, and the file's size (None for
-    stdin or anything else whose size is not known)."""
+    stdin or anything else whose size is not known); verbatim: whether the text is the file's
+    bytes as they are (a regular file, not gzip), so that FASTQ text knows where it lies there."""
     done: int = 0
     reads: int = 0
     total: int | None = None
+    verbatim: bool = False
 
     def share(self, reads: int) -> float | None:
         """The share of the input that its first `reads` reads take, from the bytes a read
@@ -370,15 +374,16 @@ def _parse(path: str, label: str, bytes_read: BytesRead) -> Iterator[PackedReads
     bytes_read.total = _regular_file_size(stream)
     data = _text_chunks(stream, label, bytes_read)
     try:
-        first = b""
-        for first in data:
-            first = first.lstrip()
+        first, skipped = b"", 0
+        for block in data:
+            first = block.lstrip()
+            skipped += len(block) - len(first)
             if first:
                 break
         if not first:
             return
         if first[:1] == b"@":
-            yield from _fastq_chunks(first, data, label)
+            yield from _fastq_chunks(first, data, label, skipped if bytes_read.verbatim else None)
         elif first[:1] == b">":
             yield from _fasta_chunks(first, data, label)
         else:
@@ -434,6 +439,7 @@ def _text_chunks(stream: BinaryIO, label: str, bytes_read: BytesRead) -> Generat
         if len(first) >= len(_GZIP_MAGIC):
             break
     if first[:2] != _GZIP_MAGIC:
+        bytes_read.verbatim = bytes_read.total is not None
         for block in itertools.chain([first] if first else [], raw):
             bytes_read.done += len(block)
             yield block
@@ -533,7 +539,9 @@ def _gunzip(raw: Iterator[bytes], label: str) -> Iterator[tuple[bytes, int]]:
         raise MaroseError(f"{label}: truncated gzip data (unexpected end of file)")
 
 
-def _fastq_chunks(first: bytes, data: Iterator[bytes], label: str) -> Iterator[FastqText]:
+def _fastq_chunks(first: bytes, data: Iterator[bytes], label: str, at: int | None) -> Iterator[FastqText]:
+    """The records of the text, first then data, in blocks; at: where first lies in the input
+    file, when the text is the file's bytes as they are."""
     carry = b""
     done = 0
     for block in itertools.chain([first], data):  # the first block's records wait for no other
@@ -542,9 +550,10 @@ def _fastq_chunks(first: bytes, data: Iterator[bytes], label: str) -> Iterator[F
         # Counting the newlines is several times faster than finding them, which a device does.
         count, cut = _whole_records(text, int(np.count_nonzero(buf == _LF)))
         if count:
-            yield FastqText(buf[:cut], count, done, label)
+            yield FastqText(buf[:cut], count, done, label, at=at)
             done += count
             text = text[cut:]
+            at = None if at is None else at + cut
         carry = text
     lines = carry.split(b"\n")
     # Blank lines at the end are dropped, but not an empty last sequence or quality.

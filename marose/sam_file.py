@@ -43,6 +43,15 @@ class OutputFile:
                 raise MaroseError(f"{self.path}: cannot write output ({e.strerror})") from None
             self.stream = os.fdopen(fd, "wb", buffering=1 << 20)
 
+    def shared(self) -> tuple[str, int] | None:
+        """A regular file's temporary name and the offset after what was written so far, the rest
+        of the file for other processes to write at offsets of their own (os.pwrite); None for
+        stdout, a device or a pipe, written in order only."""
+        if self._tmp is None:
+            return None
+        self.stream.flush()
+        return self._tmp, self.stream.tell()
+
     def keep(self) -> None:
         """Finish the output and move it into place."""
         if self._tmp is None:  # stdout, or a device or pipe
@@ -127,6 +136,12 @@ class SamWriter:
             raise MaroseError(f"{self.path or 'stdout'}: write error (broken pipe)") from None
         except OSError as e:
             raise MaroseError(f"{self.path or 'stdout'}: write error ({e.strerror})") from None
+
+    def shared(self) -> tuple[str, int] | None:
+        """For SAM into a regular file, where other processes may write its records, at offsets
+        from the one given on (OutputFile.shared; nothing may then go through write); None for
+        BAM, compressed as one stream here, and output written in order only."""
+        return None if self.is_bam or not isinstance(self.place, OutputFile) else self.place.shared()
 
     def close(self) -> None:
         """Finish the output and move it into place."""

@@ -172,11 +172,13 @@ class SingleEnd:
 
 
 def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open_output: OpenOutput,
-              command_line: str, log, setup_started: float, layout=None) -> None:
+              command_line: str, log, setup_started: float, layout=None, announce: bool = True, mapper=None):
     """Maps the reads of first and batches (map's options in args) in their layout (default
-    SingleEnd) into the output that open_output makes from the SAM header; the summary goes to
-    log and, with args.stats, the counts to that file. bytes_read tells progress how far the
-    input has been read. The output takes BAM records when its is_bam says so."""
+    SingleEnd) into the output that open_output makes from the SAM header; the index, the devices
+    and the summary go to log (with announce) and, with args.stats, the counts to that file.
+    bytes_read tells progress how far the input has been read. The output takes BAM records when
+    its is_bam says so. mapper: the Mapper of the session's first device, when one was made
+    before (its programs prepared). Returns the counts (mapper.Stats)."""
     from . import __version__
     from .cli import explain, index_layout, summary, write_stats
     from .mapper import Mapper
@@ -189,9 +191,10 @@ def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open
     rg_id = parse_read_group(args.read_group)[1] if args.read_group else None
     first_length = first.first_length()
     k = args.max_errors if args.max_errors is not None else default_max_errors(first_length)
-    log(f"index {index.path} ({ref.total_length:,} bases, {index_layout(on_device)}); "
-        f"k={k}; {describe_devices(session)}{layout.describe(k)}")
-    mapper = Mapper(index, device, k, layout.max_hits, text_on_device=True, on_device=on_device)
+    if announce:
+        log(f"index {index.path} ({ref.total_length:,} bases, {index_layout(on_device)}); "
+            f"k={k}; {describe_devices(session)}{layout.describe(k)}")
+    mapper = mapper or Mapper(index, device, k, layout.max_hits, text_on_device=True, on_device=on_device)
     if args.explain:
         print(explain(mapper, first_length) + layout.explain_note, file=sys.stderr)
     header = sam_header(list(zip(ref.names, map(int, ref.lengths))), args.read_group, command_line, __version__)
@@ -233,8 +236,9 @@ def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open
     for lane in mappers[1:]:
         stats.add(lane.stats)
     elapsed = time.time() - started
-    summary(stats, elapsed, log)
-    layout.report(elapsed, log)
+    if announce:
+        summary(stats, elapsed, log)
+        layout.report(elapsed, log)
     if args.stats:
         write_stats(args.stats, stats, elapsed, started - setup_started, [c.device for c in session.copies])
     return stats

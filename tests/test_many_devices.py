@@ -2,16 +2,23 @@
 names, and the SAM and counts of two devices, each holding a copy of the index, byte-identical
 to one device's."""
 
+import gzip
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
+import pysam
 import pytest
 
 from conftest import LAMBDA
 from marose import cli, device as device_module
 from marose.errors import MaroseError
 from marose.reference import read_fasta
-from test_map import run_map, simulate, write_reads
+from test_map import ROOT, map_subprocess, run_map, simulate, write_reads
 from test_pairs import simulate_pairs, write_mates
 
 
@@ -129,3 +136,95 @@ def test_devices_of_a_session_and_their_lanes_alternate(lambda_index, monkeypatc
     assert [lane.on_device for lane in lanes] == [session.copies[0], session.copies[1], session.copies[0]]
     assert lanes[0] is mapper and lanes[1].device is session.copies[1].device
     assert lanes[1].genome is session.copies[1].genome and lanes[2].device is not mapper.device  # a lane's queue
+
+
+# --- a process a device (marose/device_processes.py) -------------------------------------------------
+
+def map_on_two(*args, stdin=None):
+    """`marose map --device all` in a process of its own that sees two devices: PoCL's CPU device
+    twice (POCL_DEVICES), each then mapped on by a process of its own."""
+    env = dict(os.environ, POCL_DEVICES="pthread pthread")
+    return subprocess.run([sys.executable, "-m", "marose.cli", "map", "--device", "all", *map(str, args)],
+                          env=env, input=stdin, capture_output=True, cwd=ROOT)
+
+
+def records(path) -> list[str]:
+    """The records of a SAM or BAM file as SAM lines, the header's @PG aside."""
+    with pysam.AlignmentFile(str(path), check_sq=False) as sam:
+        header = [line for line in str(sam.header).splitlines() if not line.startswith("@PG")]
+        return header + [record.to_string() for record in sam]
+
+
+@pytest.fixture(scope="module")
+def lambda_reads(tmp_path_factory):
+    return write_reads(tmp_path_factory.mktemp("reads") / "r.fq",
+                       simulate(read_fasta(LAMBDA), 300, 80, 3, np.random.default_rng(21)))
+
+
+@pytest.mark.parametrize("output, gz", [("two.sam", False), ("two.bam", False), ("-", False), ("two.sam", True)])
+def test_a_process_a_device_writes_the_output_of_one_device(lambda_index, lambda_reads, tmp_path, output, gz):
+    """Into a SAM file the processes write, BAM and stdout go through the main process; the
+    processes read a plain file, gzip input comes through the main process."""
+    options = ["-k", 3, "--batch-size", 7]
+    suffix = ".bam" if output.endswith(".bam") else ".sam"
+    assert run_map("-x", lambda_index, lambda_reads, "-o", tmp_path / f"one{suffix}", "--stats",
+                   tmp_path / "one.json", *options) == 0
+    out = tmp_path / output if output != "-" else "-"
+    reads = lambda_reads
+    if gz:
+        reads = tmp_path / "r.fq.gz"
+        reads.write_bytes(gzip.compress(open(lambda_reads, "rb").read()))
+    result = map_on_two("-x", lambda_index, reads, "-o", out, "--stats", tmp_path / "two.json", *options)
+    assert result.returncode == 0, result.stderr
+    assert b"2 devices, a process each" in result.stderr
+    if output == "-":
+        out = tmp_path / "stdout.sam"
+        out.write_bytes(result.stdout)
+    assert records(out) == records(tmp_path / f"one{suffix}") and len(records(out)) > 300
+    one, two = (json.load(open(tmp_path / f"{name}.json")) for name in ("one", "two"))
+    assert {key: two[key] for key in one if not isinstance(one[key], (dict, str))} == \
+        {key: one[key] for key in one if not isinstance(one[key], (dict, str))}
+    assert two["reads"] == 300 and two["device"].count("pthread") == 2
+    left = [p.name for p in tmp_path.iterdir() if not p.name.startswith(("one", "two.json", "stdout", "r.fq"))]
+    assert left == ([] if output == "-" else [output])
+
+
+def test_a_bad_record_on_a_device_process_is_the_error_of_one_device(lambda_index, lambda_reads, tmp_path):
+    lines = open(lambda_reads).read().splitlines(keepends=True)
+    lines[4 * 150 + 3] = "II\n"  # record 151's qualities cut short, in a batch of the second process
+    bad = tmp_path / "bad.fq"
+    bad.write_text("".join(lines))
+    one = map_subprocess(["-x", lambda_index, bad, "-o", tmp_path / "one.sam", "--batch-size", 7])
+    two = map_on_two("-q", "-x", lambda_index, bad, "-o", tmp_path / "two.sam", "--batch-size", 7)
+    assert one.returncode == two.returncode == 1
+    assert b"record 151" in two.stderr and two.stderr == one.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.fq"]
+
+
+def test_a_device_process_that_dies_fails_the_run_and_leaves_no_output(lambda_index, tmp_path):
+    reads = write_reads(tmp_path / "r.fq", simulate(read_fasta(LAMBDA), 20000, 80, 3, np.random.default_rng(22)))
+    env = dict(os.environ, POCL_DEVICES="pthread pthread")
+    run = subprocess.Popen([sys.executable, "-m", "marose.cli", "map", "-q", "--device", "all", "-x", lambda_index,
+                            reads, "-o", tmp_path / "out.sam", "--batch-size", "20"], env=env, cwd=ROOT,
+                           stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while not any(p.name.endswith(".tmp") for p in tmp_path.iterdir()):  # mapping has started
+        assert run.poll() is None and time.time() < deadline
+        time.sleep(0.05)
+    os.kill(device_processes(run.pid)[-1], signal.SIGKILL)
+    assert run.wait(60) == 1
+    assert b"died (exit status -9)" in run.stderr.read()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.fq"]
+
+
+def device_processes(pid: int) -> list[int]:
+    """The processes that multiprocessing spawned for pid (Linux's /proc), its resource tracker aside."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat, command = open(f"/proc/{entry}/stat").read(), open(f"/proc/{entry}/cmdline", "rb").read()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"spawn_main" in command:
+            found.append(int(entry))
+    return sorted(found)

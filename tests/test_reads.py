@@ -432,3 +432,24 @@ def test_blank_lines_at_the_end_are_ignored(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setattr(reads, "CHUNK_BYTES", chunk)
     for tail in (b"\n", b"\n" * 6, b"\r\n  \n\n\n\n\t\n"):
         assert read_all(write(tmp_path / "r.fq", FASTQ + tail)) == FASTQ_READS, tail
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 1 << 20])
+def test_fastq_text_knows_where_it_lies_in_a_plain_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        chunk: int) -> None:
+    """Each piece of text (and each slice of one, as batches cut them) of a plain file says where it
+    lies there; the last piece of a file without a final newline, rebuilt from its lines, and text
+    of gzip input or stdin say nothing."""
+    monkeypatch.setattr(reads, "CHUNK_BYTES", chunk)
+    content = b"\n\n" + b"".join(b"@r%d\n%s\n+\n%s\n" % (i, b"ACGT"[i % 4:] * 5, b"I" * (20 - i % 4))
+                                 for i in range(40))
+    plain = tmp_path / "r.fq"
+    plain.write_bytes(content[:-1])  # no final newline
+    pieces = [piece for batch in read_batches(str(plain), 7) for piece in batch.pieces]
+    placed = [piece for piece in pieces if piece.at is not None]
+    assert len(placed) >= len(pieces) - 1 and pieces[-1].at is None
+    assert all(content[piece.at:piece.at + piece.text.size] == piece.text.tobytes() for piece in placed)
+    assert sum(len(piece) for piece in pieces) == 40
+    packed = tmp_path / "r.fq.gz"
+    packed.write_bytes(gzip.compress(content))
+    assert all(piece.at is None for batch in read_batches(str(packed), 7) for piece in batch.pieces)

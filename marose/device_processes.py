@@ -1,0 +1,479 @@
+"""`marose map` on several devices, a process for each. In one process every device's mapping
+lanes, and the reading and writing of their batches, share one interpreter lock: four H200s mapped
+at most 1.2x the reads a second of one. Here the main process reads the input in batches and deals
+them to the device processes in turn; each maps its batches with a session of its own device
+(session.map_reads) and hands back each batch's records in batch order. A batch of a plain input
+file goes as where it lies there, for its process to read; other input (gzip, stdin) goes through
+a pipe. Into a regular SAM file the device processes write their records themselves, each batch at
+the offset the main process gives it once the batches before it have told their sizes; BAM records
+(compressed in the main process, as one stream) and SAM for stdout, a device or a pipe come back
+through a pipe. Single-end reads (pairs map in one process); the output is the one a single
+device writes."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+
+from .errors import MaroseError, out_of_memory
+
+# Batches of half a device's default spread the reads more evenly over the devices, and the first
+# batches reach every device sooner (four H200s, 1,000,000 reads of 100 bp: 0.31 s of mapping
+# against 0.46 s with batches of 100,000)
+DEALT_BATCH_SHARE = 2
+
+
+def wanted(args, specs: list[str]) -> bool:
+    """Whether map maps with a process for each device: several devices, single-end reads."""
+    return len(specs) > 1 and len(args.reads) == 1 and not args.interleaved
+
+
+def map_on_devices(args, specs: list[str], loading, reading, batches, bytes_read, device_batch_size: list,
+                   command_line: str, log, setup_started: float) -> None:
+    """Maps the reads (map's options in args, checked; single-end) with a process on each device
+    of specs into args.output, as session.map_reads does on one device: the index that loading
+    loads, the batches that reading (the first) and batches give, bytes_read telling progress how
+    far the input has been read; the devices' batch size is asked of device_batch_size[0] once
+    they are open."""
+    from . import __version__
+    from .cli import summary, write_stats
+    from .params import default_max_errors
+    from .progress import Progress
+    from .sam import sam_header
+    from .sam_file import SamWriter
+
+    index = loading.result()
+    processes = [DeviceProcess(spec, index.path, _worker_args(args, number == 0)) for number, spec in
+                 enumerate(specs)]
+    dealing = None
+    try:
+        ready = threading.Event()
+        sizes: list[int] = []  # the batch size, once the device processes are ready
+        device_batch_size.append(lambda: ready.wait() and sizes[0])
+        first = reading.result()
+        first_length = first.first_length()
+        k = args.max_errors if args.max_errors is not None else default_max_errors(first_length)
+        for process in processes:
+            process.send_first_read(k, first_length)
+        reference = index.reference
+        described = [process.ready() for process in processes]
+        sizes.append(max(1, min(size for *_, size in described) // DEALT_BATCH_SHARE))
+        ready.set()
+        log(f"index {index.path} ({reference.total_length:,} bases); k={k}; {len(specs)} devices, a process each: "
+            + "; ".join(description for description, *_ in described))
+        header = sam_header(list(zip(reference.names, map(int, reference.lengths))), args.read_group, command_line,
+                            __version__)
+        progress = Progress(log, sys.stderr if not args.quiet and sys.stderr.isatty() else None, bytes_read)
+        started = time.time()
+        with SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1) as out:
+            dealing = Dealing(itertools.chain([first], batches), processes)
+            try:
+                results = _written(processes, dealing, out, progress)
+            finally:
+                progress.clear()
+            dealing.raise_failure()
+    finally:
+        if dealing is not None:
+            dealing.stop()
+        for process in processes:
+            process.stop()
+    stats, kernel_seconds = results
+    elapsed = time.time() - started
+    summary(stats, elapsed, log)
+    if args.stats:
+        write_stats(args.stats, stats, elapsed, started - setup_started, [], ", ".join(name for _, name, _ in described),
+                    kernel_seconds)
+
+
+def _worker_args(args, first: bool):
+    """map's options as a device process maps with them: quiet (the main process reports),
+    --explain by the first process only, kernel seconds measured for --stats but no file."""
+    import argparse
+
+    options = argparse.Namespace(**vars(args))
+    options.stats_kernels, options.stats = bool(args.stats), None
+    options.explain = args.explain and first
+    options.first_process = first  # which alone warns of read lengths without a guarantee
+    options.progress_log = not args.quiet  # the processes' own messages (a batch mapped in parts)
+    options.quiet = True
+    return options
+
+
+def _written(processes: list, dealing, out, progress) -> tuple:
+    """Writes the records of each batch in turn into out (or has its process write them into
+    out's file at their place); the counts of every process summed (mapper.Stats) and their
+    kernel seconds."""
+    from .mapper import Stats
+
+    shared = out.shared()
+    at = shared[1] if shared else 0
+    done: dict[int, tuple] = {}
+    reads = 0
+    for number in itertools.count():
+        process = processes[number % len(processes)]
+        message = process.receive()
+        if message[0] == "done":
+            done[number % len(processes)] = message[1:]
+            break
+        size = message[1]
+        if shared is None:
+            out.write(process.records(size))
+        else:
+            process.write_at(shared[0], at)
+            at += size
+        reads += dealing.count(number)
+        progress.update(reads)
+    for number, process in enumerate(processes):
+        if number not in done:
+            message = process.receive()
+            if message[0] != "done":
+                raise MaroseError(f"device {process.spec} sent records for a batch that was not dealt to it")
+            done[number] = message[1:]
+    stats, kernel_seconds = Stats(), {}
+    for part, seconds in done.values():
+        stats.add(part)
+        for name, value in seconds.items():
+            kernel_seconds[name] = kernel_seconds.get(name, 0.0) + value
+    stats.unguaranteed = sorted(set(stats.unguaranteed))  # each process lists the lengths it saw
+    stats.substitutions_only = sorted(set(stats.substitutions_only))
+    return stats, kernel_seconds
+
+
+class Dealing:
+    """A thread dealing the batches to the device processes in turn: the i-th to process i modulo
+    their number; then each is told that the input has ended. A failure to read the input stops
+    the dealing (raise_failure raises it)."""
+
+    def __init__(self, batches, processes: list):
+        self._counts: dict[int, int] = {}
+        self._failure: list[BaseException] = []
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._deal, args=(batches, processes), daemon=True,
+                                        name="marose-deal")
+        self._thread.start()
+
+    def _deal(self, batches, processes: list) -> None:
+        try:
+            for number, batch in enumerate(batches):
+                if self._stopped.is_set():
+                    return
+                self._counts[number] = len(batch)
+                processes[number % len(processes)].send_batch(batch)
+        except OSError:  # a process ended: the main thread hears why from it when its batch's turn comes
+            return
+        except BaseException as error:  # raised by the main thread once the processes have ended
+            self._failure.append(error)
+        for process in processes:
+            try:
+                process.send_end()
+            except OSError:
+                pass
+
+    def count(self, number: int) -> int:
+        """The reads of batch number (dealt)."""
+        return self._counts[number]
+
+    def raise_failure(self) -> None:
+        self._thread.join()
+        if self._failure:
+            raise self._failure[0]
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+
+def _in_file(pieces: list) -> int | None:
+    """Where the FASTQ text of pieces lies in the input file, when it lies there as it is, in one run."""
+    at = pieces[0].at
+    for piece in pieces:
+        if piece.at is None or piece.at != at:
+            return None
+        at += piece.text.size
+    return pieces[0].at
+
+
+class DeviceProcess:
+    """A process mapping on one device, and the main process's ends of its two pipes: batches go
+    out through one; through the other come its messages (ready, a batch's records' size, done,
+    or an error) and go the answers (where to write the records, or to send them)."""
+
+    def __init__(self, spec: str, index_path: str, args):
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")  # a fork would share the parent's driver state
+        self.spec = spec
+        theirs_in, self._batches = context.Pipe(duplex=False)
+        self._messages, theirs = context.Pipe()
+        self.process = context.Process(target=run_device, args=(spec, index_path, args, theirs_in, theirs),
+                                       daemon=True, name=f"marose-device-{spec}")
+        self.process.start()
+        theirs_in.close()
+        theirs.close()
+
+    def ready(self) -> tuple[str, str, int]:
+        """The device's description (device.describe), name and batch size, once its session is open."""
+        message = self.receive()
+        if message[0] != "ready":
+            raise MaroseError(f"device {self.spec}: the mapping process said {message[0]!r} before it was ready")
+        return message[1:]
+
+    def send_first_read(self, k: int, length: int) -> None:
+        """The edit budget and the first read's length, which the main process knows once it has
+        read the first read."""
+        self._send(self._batches.send, ("first read", k, length))
+
+    def send_batch(self, batch) -> None:
+        """Sends a batch (from Dealing's thread: OSError when the process has ended, which the main
+        thread hears from its messages). FASTQ text that lies as it is in the input file goes as
+        where it lies there, for the process to read itself."""
+        if batch.pieces is None:
+            self._batches.send(("packed", batch.first_index, batch.packed))
+            return
+        pieces = [(len(p), p.first, p.label, p.text.size) for p in batch.pieces]
+        at = _in_file(batch.pieces)
+        self._batches.send(("fastq", batch.first_index, pieces, at))
+        if at is None:
+            for piece in batch.pieces:
+                self._batches.send_bytes(piece.text)
+
+    def send_end(self) -> None:
+        """Says that the input has ended (from Dealing's thread, as send_batch)."""
+        self._batches.send(("end",))
+
+    def receive(self) -> tuple:
+        """The process's next message; MaroseError for an error it reports, or when it died."""
+        try:
+            message = self._messages.recv()
+        except (EOFError, OSError):
+            self.process.join(1)
+            raise MaroseError(f"the mapping process of device {self.spec} died (exit status "
+                              f"{self.process.exitcode})") from None
+        if message[0] == "error":
+            kind, text = message[1:]
+            if kind == "marose":
+                raise MaroseError(text)
+            raise RuntimeError(f"the mapping process of device {self.spec} failed:\n{text}")
+        return message
+
+    def records(self, size: int) -> bytes:
+        """A batch's records, of the size the process told, sent through the pipe."""
+        self._send(self._messages.send, ("send",))
+        records = self.receive_bytes()
+        if len(records) != size:
+            raise MaroseError(f"device {self.spec} sent {len(records):,} bytes of records for {size:,}")
+        return records
+
+    def receive_bytes(self) -> bytes:
+        try:
+            return self._messages.recv_bytes()
+        except (EOFError, OSError):
+            self._lost()
+
+    def write_at(self, path: str, offset: int) -> None:
+        """Tells the process to write its batch's records into the file at path, at offset."""
+        self._send(self._messages.send, ("at", path, offset))
+
+    def _send(self, send, what) -> None:
+        try:
+            send(what)
+        except OSError:
+            self._lost()
+
+    def _lost(self):
+        """Raises the error the process reported before it ended, or says that it died."""
+        while True:
+            self.receive()  # raises at its error, or at the end of its messages
+
+    def stop(self) -> None:
+        """Ends the process, if it still runs, without waiting: one that said it was done is letting
+        its device go (0.1-0.2 s on a GPU), which map need not wait for."""
+        if self.process.is_alive():
+            self.process.terminate()  # first, so that a send to it under way fails
+        for end in (self._batches, self._messages):
+            end.close()
+
+
+# --- in a device process -------------------------------------------------------------------------
+
+def run_device(spec: str, index_path: str, args, batches, messages) -> None:
+    """Opens a session on the device of spec and maps the batches that come through batches,
+    reporting through messages (DeviceProcess says what). Ctrl-C is the main process's to handle."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        from .cli import _in_background, _load_opencl_drivers, default_batch_size
+
+        _in_background(_load_opencl_drivers)  # while the modules below are imported
+        from .device import describe
+        from .sam_file import kept_at_close
+
+        session = _open(spec, index_path, args)
+        args.max_errors, first_length = _first_read(batches)
+        mapper = _prepared(session, args, first_length)
+        if not kept_at_close(args.output):  # output that cannot be taken back waits for the index's check
+            session.checked.result()
+        device = session.device.device
+        messages.send(("ready", describe(device), device.name.strip(), default_batch_size(session.device)))
+        stats, seconds = _map(session, mapper, args, _received(batches, args.reads[0]), messages, spec)
+        messages.send(("done", stats, seconds))
+    except BaseException as error:
+        kind = "marose" if isinstance(error, MaroseError) else "other"
+        text = str(error) if kind == "marose" else "".join(traceback.format_exception(error))
+        if out_of_memory(error):
+            kind, text = "marose", f"device {spec}: out of memory ({error})"
+        try:
+            messages.send(("error", kind, text))
+        except OSError:  # the main process has gone
+            pass
+    finally:
+        sys.stderr.flush()
+        os._exit(0)  # the device's buffers and context are let go with the process
+
+
+def _open(spec: str, index_path: str, args):
+    from indexer import store
+
+    from .cli import _in_background, device_memory
+    from .session import open_session
+
+    loading = _in_background(store.load, index_path, False)
+    return open_session(loading, spec, bool(args.stats_kernels), args.verbose, _log(args, spec), device_memory(args))
+
+
+def _log(args, spec: str):
+    """A device process's log: its messages (a batch mapped in parts) on stderr, naming the device."""
+    def log(message: str) -> None:
+        if args.progress_log:
+            print(f"[marose] device {spec}: {message}", file=sys.stderr, flush=True)
+
+    return log
+
+
+def _map(session, mapper, args, batches, messages, spec: str) -> tuple:
+    """Maps the batches into the main process's output: the counts (mapper.Stats) and kernel
+    seconds of the device."""
+    from .mapper import Stats
+    from .reads import BytesRead
+    from .session import map_reads
+
+    first = next(batches, None)
+    if first is None:
+        return Stats(), {}
+    output = ToMain(messages, args.output)
+    stats = map_reads(session, args, first, batches, BytesRead(), lambda header: output, "", _log(args, spec),
+                      time.time(), announce=False, mapper=mapper)
+    return stats, session.device.collect_profile() if args.stats_kernels else {}
+
+
+def _first_read(batches) -> tuple[int, int]:
+    """The edit budget and the first read's length, from the main process."""
+    message = batches.recv()
+    if message[0] != "first read":
+        raise MaroseError(f"the main process sent {message[0]!r} before the edit budget")
+    return message[1], message[2]
+
+
+def _prepared(session, args, first_length: int):
+    """The session's Mapper, building the programs that reads of first_length take while the other
+    devices open and the batches are dealt. Only the first device process warns of a read length
+    without a guarantee."""
+    from .mapper import Mapper
+
+    mapper = Mapper(session.index, session.device, args.max_errors, args.max_hits, text_on_device=True,
+                    on_device=session.on_device)
+    mapper.warns = args.first_process
+    mapper.prepare(first_length)
+    return mapper
+
+
+def _received(batches, path: str):
+    """The batches that the main process sends, as reads.ReadBatch, until it says the input ended;
+    FASTQ text that the main process says where it lies in the input file at path is read there."""
+    import numpy as np
+
+    from .reads import FastqText, ReadBatch
+
+    with contextlib.ExitStack() as stack:
+        file = None
+        while True:
+            message = batches.recv()
+            if message[0] == "end":
+                return
+            if message[0] == "packed":
+                yield ReadBatch.from_packed(message[2], message[1])
+                continue
+            _, first_index, pieces, at = message
+            if at is None:
+                texts = [batches.recv_bytes() for _ in pieces]
+            else:
+                file = file or stack.enter_context(open(path, "rb", buffering=0))
+                texts = _split(_read_at(file, at, sum(size for *_, size in pieces), path), pieces)
+            yield ReadBatch.from_fastq([FastqText(np.frombuffer(text, np.uint8), n, first, label)
+                                        for (n, first, label, _), text in zip(pieces, texts)], first_index)
+
+
+def _read_at(file, at: int, size: int, path: str) -> bytes:
+    text = os.pread(file.fileno(), size, at)
+    if len(text) != size:
+        raise MaroseError(f"{path}: the file was cut short while it was read")
+    return text
+
+
+def _split(text: bytes, pieces: list) -> list:
+    """text cut into the pieces' sizes, as views."""
+    view, parts, at = memoryview(text), [], 0
+    for *_, size in pieces:
+        parts.append(view[at:at + size])
+        at += size
+    return parts
+
+
+@dataclass
+class ToMain:
+    """A device process's output (session.OpenOutput): each batch's records, in turn, written
+    where the main process says: into the output file at an offset, or through the pipe."""
+
+    messages: object
+    path: str | None
+    _file: int | None = None
+
+    @property
+    def is_bam(self) -> bool:
+        from .sam_file import is_bam_path
+
+        return is_bam_path(self.path)
+
+    def write(self, records) -> None:
+        with memoryview(records) as view:
+            self.messages.send(("records", view.nbytes))
+            answer = self.messages.recv()
+            if answer[0] == "send":
+                self.messages.send_bytes(view)
+            else:
+                self._write_at(view, answer[1], answer[2])
+
+    def _write_at(self, view, path: str, offset: int) -> None:
+        if self._file is None:
+            self._file = os.open(path, os.O_WRONLY)
+        while view.nbytes:
+            written = os.pwrite(self._file, view, offset)
+            view, offset = view[written:], offset + written
+
+    def close(self) -> None:
+        if self._file is not None:
+            os.close(self._file)
+
+    def abort(self) -> None:
+        self.close()
+
+    def __enter__(self) -> "ToMain":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
