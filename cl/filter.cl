@@ -200,6 +200,11 @@ void filter_emit(PATTERN_ARGS, uint saved_max, uint key_bits, __global const uch
     uint first = pattern_base[r], np = pattern_base[r + 1] - first;
     uint total;
     uint at = scan_items(item_count[r * WG + lid], buf, lid, &total);
+    if (total == 0u) { /* the whole work-group: nothing to sort (a row's patterns often find none in a segment) */
+        if (lid == 0)
+            out_count[r] = 0u;
+        return;
+    }
     __global uint *out = candidates + out_offset[r];
     bool local_sort = total <= CAP;
     uint o;
