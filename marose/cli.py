@@ -26,8 +26,8 @@ CHUNK_READS = 100_000  # reads of a chunk that a Dask worker maps (marose/cluste
 MEMS_MIN_LENGTH = 10  # mems' shortest -l: shorter seeds would hit nearly everywhere
 MAPPING_LANES = 2  # threads that map batches on a GPU (mapping_lanes)
 DEVICES_HELP = ("OpenCL device, as 'P:D' (see `marose devices`) or part of its name; several, comma-separated "
-                "(0:0,0:1), each holding a copy of the index and mapping its share of the batches (single-end "
-                "reads in a process of its own); or 'all', every device of the default device's platform and kind; "
+                "(0:0,0:1), each holding a copy of the index and mapping its share of the batches (`marose map`: "
+                "each in a process of its own); or 'all', every device of the default device's platform and kind; "
                 "PYOPENCL_CTX is honoured; default: every GPU of the platform, else the CPU device")
 MAX_DEVICE_MEMORY_HELP = ("device memory the index's tables may take, e.g. 20G (default 60%% of the device's); a "
                           "larger index is cut into seed ranges, uploaded in turn for each batch, and each lookup "
@@ -213,8 +213,8 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     batches, bytes_read, layout = open_reads(args, lambda: device_batch_size[0]())
     reading = _in_background(next, batches)
     specs = choose_devices(args.device)
-    if device_processes.wanted(args, specs):
-        device_processes.map_on_devices(args, specs, loading, reading, batches, bytes_read, device_batch_size,
+    if device_processes.wanted(specs):
+        device_processes.map_on_devices(args, specs, loading, reading, batches, bytes_read, layout, device_batch_size,
                                         command_line, log, setup_started)
     else:
         session = open_session(loading, ",".join(specs), bool(args.stats), args.verbose, log, device_memory(args))

@@ -7,12 +7,11 @@ file goes as where it lies there, for its process to read; other input (gzip, st
 a pipe. Into a regular SAM file the device processes write their records themselves, each batch at
 the offset the main process gives it once the batches before it have told their sizes; BAM records
 (compressed in the main process, as one stream) and SAM for stdout, a device or a pipe come back
-through a pipe. Single-end reads (pairs map in one process); the output is the one a single
-device writes."""
+through a pipe. Pairs: every process learns the insert size from the same first pairs, sent to
+each. The output is the one a single device writes."""
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
 import signal
@@ -30,18 +29,19 @@ from .errors import MaroseError, out_of_memory
 DEALT_BATCH_SHARE = 2
 
 
-def wanted(args, specs: list[str]) -> bool:
-    """Whether map maps with a process for each device: several devices, single-end reads."""
-    return len(specs) > 1 and len(args.reads) == 1 and not args.interleaved
+def wanted(specs: list[str]) -> bool:
+    """Whether map maps with a process for each device: when there are several."""
+    return len(specs) > 1
 
 
-def map_on_devices(args, specs: list[str], loading, reading, batches, bytes_read, device_batch_size: list,
+def map_on_devices(args, specs: list[str], loading, reading, batches, bytes_read, layout, device_batch_size: list,
                    command_line: str, log, setup_started: float) -> None:
-    """Maps the reads (map's options in args, checked; single-end) with a process on each device
-    of specs into args.output, as session.map_reads does on one device: the index that loading
-    loads, the batches that reading (the first) and batches give, bytes_read telling progress how
-    far the input has been read; the devices' batch size is asked of device_batch_size[0] once
-    they are open."""
+    """Maps the reads (map's options in args, checked) with a process on each device of specs
+    into args.output, as session.map_reads does on one device: the index that loading loads, the
+    batches that reading (the first) and batches give in their layout (session.SingleEnd or
+    pair_driver.PairedEnd), bytes_read telling progress how far the input has been read; the
+    devices' batch size is asked of device_batch_size[0] once they are open. Pairs: every process
+    learns the insert size from the same first pairs."""
     from . import __version__
     from .cli import summary, write_stats
     from .params import default_max_errors
@@ -67,13 +67,17 @@ def map_on_devices(args, specs: list[str], loading, reading, batches, bytes_read
         sizes.append(max(1, min(size for *_, size in described) // DEALT_BATCH_SHARE))
         ready.set()
         log(f"index {index.path} ({reference.total_length:,} bases); k={k}; {len(specs)} devices, a process each: "
-            + "; ".join(description for description, *_ in described))
+            + "; ".join(description for description, *_ in described) + layout.describe(k))
+        learning = _learning_batches(layout, first, batches, log)
+        for process in processes:
+            process.send_learning(learning)
         header = sam_header(list(zip(reference.names, map(int, reference.lengths))), args.read_group, command_line,
                             __version__)
-        progress = Progress(log, sys.stderr if not args.quiet and sys.stderr.isatty() else None, bytes_read)
+        progress = Progress(log, sys.stderr if not args.quiet and sys.stderr.isatty() else None, bytes_read,
+                            unit=layout.unit)
         started = time.time()
         with SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1) as out:
-            dealing = Dealing(itertools.chain([first], batches), processes)
+            dealing = Dealing(itertools.chain(learning or [first], batches), processes)
             try:
                 results = _written(processes, dealing, out, progress)
             finally:
@@ -84,12 +88,30 @@ def map_on_devices(args, specs: list[str], loading, reading, batches, bytes_read
             dealing.stop()
         for process in processes:
             process.stop()
-    stats, kernel_seconds = results
+    stats, kernel_seconds, layout.counts = results
     elapsed = time.time() - started
     summary(stats, elapsed, log)
+    layout.report(elapsed, log)
     if args.stats:
         write_stats(args.stats, stats, elapsed, started - setup_started, [], ", ".join(name for _, name, _ in described),
                     kernel_seconds)
+
+
+def _learning_batches(layout, first, batches, log) -> list:
+    """Pairs whose insert size is to be learned: the first batches, up to pairs.LEARN_PAIRS pairs,
+    which every device process maps to learn it (and the one dealt each maps again); else none.
+    A given insert size is described here, once."""
+    from . import pairs
+
+    if layout.unit != "pairs":
+        return []
+    if layout.insert is not None:
+        log(layout.insert.describe())
+        return []
+    learning = [first]
+    while sum(map(len, learning)) < pairs.LEARN_PAIRS and (batch := next(batches, None)) is not None:
+        learning.append(batch)
+    return learning
 
 
 def _worker_args(args, first: bool):
@@ -108,8 +130,8 @@ def _worker_args(args, first: bool):
 
 def _written(processes: list, dealing, out, progress) -> tuple:
     """Writes the records of each batch in turn into out (or has its process write them into
-    out's file at their place); the counts of every process summed (mapper.Stats) and their
-    kernel seconds."""
+    out's file at their place); the counts of every process summed (mapper.Stats), their kernel
+    seconds and their pairs' counts (pairs.PairCounts, of each mapping lane)."""
     from .mapper import Stats
 
     shared = out.shared()
@@ -136,14 +158,15 @@ def _written(processes: list, dealing, out, progress) -> tuple:
             if message[0] != "done":
                 raise MaroseError(f"device {process.spec} sent records for a batch that was not dealt to it")
             done[number] = message[1:]
-    stats, kernel_seconds = Stats(), {}
-    for part, seconds in done.values():
+    stats, kernel_seconds, pair_counts = Stats(), {}, []
+    for part, seconds, counts in done.values():
         stats.add(part)
         for name, value in seconds.items():
             kernel_seconds[name] = kernel_seconds.get(name, 0.0) + value
+        pair_counts.extend(counts)
     stats.unguaranteed = sorted(set(stats.unguaranteed))  # each process lists the lengths it saw
     stats.substitutions_only = sorted(set(stats.substitutions_only))
-    return stats, kernel_seconds
+    return stats, kernel_seconds, pair_counts
 
 
 class Dealing:
@@ -189,14 +212,20 @@ class Dealing:
         self._stopped.set()
 
 
-def _in_file(pieces: list) -> int | None:
-    """Where the FASTQ text of pieces lies in the input file, when it lies there as it is, in one run."""
-    at = pieces[0].at
-    for piece in pieces:
-        if piece.at is None or piece.at != at:
-            return None
-        at += piece.text.size
-    return pieces[0].at
+def _send_batch(connection, batch) -> None:
+    """A batch of reads or of pairs (mates.PairBatch: where its mates lie, then its reads) through
+    connection: packed reads as they are, FASTQ text piece by piece, a piece that lies as it is in
+    its input file (whose path is its label) as where it lies there, another as its bytes."""
+    if hasattr(batch, "mate1"):
+        connection.send(("pairs", batch.first_pair, batch.labels, batch.mate1, batch.mate2))
+        batch = batch.reads
+    if batch.pieces is None:
+        connection.send(("packed", batch.first_index, batch.packed))
+        return
+    connection.send(("fastq", batch.first_index, [(len(p), p.first, p.label, p.text.size, p.at) for p in batch.pieces]))
+    for piece in batch.pieces:
+        if piece.at is None:
+            connection.send_bytes(piece.text)
 
 
 class DeviceProcess:
@@ -231,17 +260,17 @@ class DeviceProcess:
 
     def send_batch(self, batch) -> None:
         """Sends a batch (from Dealing's thread: OSError when the process has ended, which the main
-        thread hears from its messages). FASTQ text that lies as it is in the input file goes as
-        where it lies there, for the process to read itself."""
-        if batch.pieces is None:
-            self._batches.send(("packed", batch.first_index, batch.packed))
-            return
-        pieces = [(len(p), p.first, p.label, p.text.size) for p in batch.pieces]
-        at = _in_file(batch.pieces)
-        self._batches.send(("fastq", batch.first_index, pieces, at))
-        if at is None:
-            for piece in batch.pieces:
-                self._batches.send_bytes(piece.text)
+        thread hears from its messages)."""
+        _send_batch(self._batches, batch)
+
+    def send_learning(self, learning: list) -> None:
+        """Sends the batches whose pairs every process learns the insert size from (none: nothing
+        to learn), and how many pairs it learns from."""
+        from . import pairs
+
+        self._send(self._batches.send, ("learning", pairs.LEARN_PAIRS, len(learning)))
+        for batch in learning:
+            self._send(lambda b: _send_batch(self._batches, b), batch)
 
     def send_end(self) -> None:
         """Says that the input has ended (from Dealing's thread, as send_batch)."""
@@ -320,8 +349,10 @@ def run_device(spec: str, index_path: str, args, batches, messages) -> None:
             session.checked.result()
         device = session.device.device
         messages.send(("ready", describe(device), device.name.strip(), default_batch_size(session.device)))
-        stats, seconds = _map(session, mapper, args, _received(batches, args.reads[0]), messages, spec)
-        messages.send(("done", stats, seconds))
+        with InputFiles() as files:
+            layout = _layout(args, mapper, batches, files)
+            stats, seconds = _map(session, mapper, layout, args, _received(batches, files), messages, spec)
+        messages.send(("done", stats, seconds, getattr(layout, "counts", [])))
     except BaseException as error:
         kind = "marose" if isinstance(error, MaroseError) else "other"
         text = str(error) if kind == "marose" else "".join(traceback.format_exception(error))
@@ -346,18 +377,21 @@ def _open(spec: str, index_path: str, args):
     return open_session(loading, spec, bool(args.stats_kernels), args.verbose, _log(args, spec), device_memory(args))
 
 
-def _log(args, spec: str):
-    """A device process's log: its messages (a batch mapped in parts) on stderr, naming the device."""
+def _log(args, spec: str | None = None):
+    """A device process's log: its messages on stderr (naming the device of spec, if given), unless
+    the run is quiet."""
+    where = f"device {spec}: " if spec else ""
+
     def log(message: str) -> None:
         if args.progress_log:
-            print(f"[marose] device {spec}: {message}", file=sys.stderr, flush=True)
+            print(f"[marose] {where}{message}", file=sys.stderr, flush=True)
 
     return log
 
 
-def _map(session, mapper, args, batches, messages, spec: str) -> tuple:
-    """Maps the batches into the main process's output: the counts (mapper.Stats) and kernel
-    seconds of the device."""
+def _map(session, mapper, layout, args, batches, messages, spec: str) -> tuple:
+    """Maps the batches, in their layout, into the main process's output: the counts (mapper.Stats)
+    and kernel seconds of the device."""
     from .mapper import Stats
     from .reads import BytesRead
     from .session import map_reads
@@ -367,7 +401,7 @@ def _map(session, mapper, args, batches, messages, spec: str) -> tuple:
         return Stats(), {}
     output = ToMain(messages, args.output)
     stats = map_reads(session, args, first, batches, BytesRead(), lambda header: output, "", _log(args, spec),
-                      time.time(), announce=False, mapper=mapper)
+                      time.time(), layout, announce=False, mapper=mapper)
     return stats, session.device.collect_profile() if args.stats_kernels else {}
 
 
@@ -392,46 +426,68 @@ def _prepared(session, args, first_length: int):
     return mapper
 
 
-def _received(batches, path: str):
-    """The batches that the main process sends, as reads.ReadBatch, until it says the input ended;
-    FASTQ text that the main process says where it lies in the input file at path is read there."""
+def _layout(args, mapper, batches, files):
+    """The layout of the run (session.SingleEnd, or pair_driver.PairedEnd with its insert size
+    learned from the batches the main process sends for it, as every process does; the first
+    process describes it)."""
+    from .pair_driver import PairedEnd
+    from .session import SingleEnd
+
+    _, learn_pairs, n_learning = batches.recv()
+    if len(args.reads) == 1 and not args.interleaved:
+        return SingleEnd(args)
+    layout = PairedEnd(args)
+    learning = [_received_batch(batches, batches.recv(), files) for _ in range(n_learning)]
+    if learning:
+        layout.learn_ahead(mapper, learning, learn_pairs, _log(args) if args.first_process else lambda message: None)
+    layout.settled = True  # a given insert size was described by the main process
+    return layout
+
+
+def _received(batches, files):
+    """The batches that the main process sends, until it says the input ended."""
+    while (message := batches.recv())[0] != "end":
+        yield _received_batch(batches, message, files)
+
+
+def _received_batch(batches, message: tuple, files):
+    """The batch (reads.ReadBatch or mates.PairBatch) that message begins (_send_batch)."""
     import numpy as np
 
+    from .mates import PairBatch
     from .reads import FastqText, ReadBatch
 
-    with contextlib.ExitStack() as stack:
-        file = None
-        while True:
-            message = batches.recv()
-            if message[0] == "end":
-                return
-            if message[0] == "packed":
-                yield ReadBatch.from_packed(message[2], message[1])
-                continue
-            _, first_index, pieces, at = message
-            if at is None:
-                texts = [batches.recv_bytes() for _ in pieces]
-            else:
-                file = file or stack.enter_context(open(path, "rb", buffering=0))
-                texts = _split(_read_at(file, at, sum(size for *_, size in pieces), path), pieces)
-            yield ReadBatch.from_fastq([FastqText(np.frombuffer(text, np.uint8), n, first, label)
-                                        for (n, first, label, _), text in zip(pieces, texts)], first_index)
+    if message[0] == "pairs":
+        _, first_pair, labels, mate1, mate2 = message
+        return PairBatch(_received_batch(batches, batches.recv(), files), mate1, mate2, first_pair, labels)
+    if message[0] == "packed":
+        return ReadBatch.from_packed(message[2], message[1])
+    _, first_index, pieces = message
+    texts = [batches.recv_bytes() if at is None else files.read(label, at, size) for _, _, label, size, at in pieces]
+    return ReadBatch.from_fastq([FastqText(np.frombuffer(text, np.uint8), n, first, label)
+                                 for (n, first, label, _, _), text in zip(pieces, texts)], first_index)
 
 
-def _read_at(file, at: int, size: int, path: str) -> bytes:
-    text = os.pread(file.fileno(), size, at)
-    if len(text) != size:
-        raise MaroseError(f"{path}: the file was cut short while it was read")
-    return text
+class InputFiles:
+    """The input files a device process reads its batches' text from, each opened once."""
 
+    def __init__(self):
+        self._open: dict[str, int] = {}
 
-def _split(text: bytes, pieces: list) -> list:
-    """text cut into the pieces' sizes, as views."""
-    view, parts, at = memoryview(text), [], 0
-    for *_, size in pieces:
-        parts.append(view[at:at + size])
-        at += size
-    return parts
+    def read(self, path: str, at: int, size: int) -> bytes:
+        if path not in self._open:
+            self._open[path] = os.open(path, os.O_RDONLY)
+        text = os.pread(self._open[path], size, at)
+        if len(text) != size:
+            raise MaroseError(f"{path}: the file was cut short while it was read")
+        return text
+
+    def __enter__(self) -> "InputFiles":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for fd in self._open.values():
+            os.close(fd)
 
 
 @dataclass

@@ -98,6 +98,7 @@ class PairedEnd:
         # it was too large to map at once
         self.ahead: dict[int, list[tuple[PairBatch, MappedPairs]]] = {}
         self.counts: list[PairCounts] = []  # of each lane
+        self.settled = False  # the insert size was learned before start (learn_ahead)
 
     def budget(self, k: int) -> int:
         """The rescue's edit budget (0: no rescue)."""
@@ -111,6 +112,8 @@ class PairedEnd:
         """With a given insert size, nothing; else the first batches, up to pairs.LEARN_PAIRS
         pairs and at least one a lane, mapped (each by the lane that will pair it, the lanes at
         once) and the insert size learned from them. Returns them and the batches left."""
+        if self.settled:
+            return [], batches
         if self.insert is not None:
             log(self.insert.describe())
             return [], batches
@@ -133,6 +136,15 @@ class PairedEnd:
         self.insert = learned_insert(((part, mapped.loci, mapped.n_loci)
                                       for b in ahead for part, mapped in self.ahead[b.first_pair]), log)
         return ahead, batches
+
+    def learn_ahead(self, mapper, batches: list, learn_pairs: int, log) -> None:
+        """Learns the insert size from the first learn_pairs pairs of batches, mapped by mapper
+        (on a lane of its own, whose counts are dropped), before start: as every device process
+        of a run does from the same first batches, so that they all pair alike."""
+        lane = mapper.on_lane(mapper.device)
+        mapped = [part for batch in batches for part in map_pairs_in_parts(lane, batch)]
+        self.insert = learned_insert(((part, m.loci, m.n_loci) for part, m in mapped), log, learn_pairs)
+        self.settled = True
 
     def reads(self, batch: PairBatch):
         return batch.reads

@@ -396,19 +396,20 @@ def _at(values: np.ndarray, index: np.ndarray, missing: int = -1) -> np.ndarray:
     return np.where(index >= 0, values[np.maximum(index, 0)], missing)
 
 
-def learned_insert(mapped: Iterable, log) -> InsertSize | None:
-    """The insert size learned from the first LEARN_PAIRS pairs of mapped batches (PairBatch,
-    and its BatchLoci and loci within k of each read) in input order, described on log; None,
-    with a warning, when too few of them are unique."""
+def learned_insert(mapped: Iterable, log, learn_pairs: int | None = None) -> InsertSize | None:
+    """The insert size learned from the first learn_pairs (default LEARN_PAIRS) pairs of mapped
+    batches (PairBatch, and its BatchLoci and loci within k of each read) in input order,
+    described on log; None, with a warning, when too few of them are unique."""
+    learn_pairs = learn_pairs or LEARN_PAIRS
     orientations, inserts, seen = [], [], 0
     for batch, loci, n_loci in mapped:
         mate1, mate2 = mate_loci(loci, n_loci, batch.mate1), mate_loci(loci, n_loci, batch.mate2)
         pairs, kinds, sizes = unique_pairs(mate1, mate2)
-        inside = pairs < LEARN_PAIRS - seen
+        inside = pairs < learn_pairs - seen
         orientations.append(kinds[inside])
         inserts.append(sizes[inside])
         seen += len(batch)
-        if seen >= LEARN_PAIRS:
+        if seen >= learn_pairs:
             break
     insert, counts = learn_insert(np.concatenate(orientations), np.concatenate(inserts))
     log(f"unique pairs by orientation ({', '.join(ORIENTATIONS)}): ({', '.join(map(str, counts.tolist()))})")
