@@ -105,12 +105,14 @@ def build(ref: Reference, params: IndexParams, assembler: Assembler, scratch: st
     """Build every seed's tables into the assembler (in seed order), with scratch files under
     scratch; the number of patterns indexed. builder_options: hash_builder's device and
     verbosity, and whether it keeps quiet."""
-    os.makedirs(scratch, exist_ok=True)
     chunks = [(start, min(start + the_plan.chunk, ref.total_length))
               for start in range(0, ref.total_length, the_plan.chunk)]
-    # the device opens (and passes its known-answer check) here first, before any worker starts
+    # the device opens (and passes its known-answer check) here first, before any worker starts;
+    # the scratch folder, which tests/test_signals.py waits for before its SIGTERM, comes after it:
+    # a SIGTERM that lands while pyopencl's extension is imported aborts the process (nanobind)
     spec, verbose, quiet = builder_options
     builder = hash_builder(spec, verbose, (lambda _: None) if quiet else log)
+    os.makedirs(scratch, exist_ok=True)
     with _Workers(the_plan.workers, ref, params, scratch, builder_options, builder) as workers:
         progress = Progress(log, "bucketing patterns by seed", len(chunks))
         counts = np.zeros((len(chunks), params.n_bins), dtype=np.int64)
