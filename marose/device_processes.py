@@ -64,10 +64,10 @@ def map_on_devices(args, specs: list[str], loading, reading, batches, bytes_read
             process.send_first_read(k, first_length)
         reference = index.reference
         described = [process.ready() for process in processes]
-        sizes.append(max(1, min(size for *_, size in described) // DEALT_BATCH_SHARE))
+        sizes.append(max(1, min(size for _, _, size, _ in described) // DEALT_BATCH_SHARE))
         ready.set()
-        log(f"index {index.path} ({reference.total_length:,} bases); k={k}; {len(specs)} devices, a process each: "
-            + "; ".join(description for description, *_ in described) + layout.describe(k))
+        log(f"index {index.path} ({reference.total_length:,} bases, {described[0][3]}); k={k}; {len(specs)} devices, "
+            "a process each: " + "; ".join(description for description, *_ in described) + layout.describe(k))
         learning = _learning_batches(layout, first, batches, log)
         for process in processes:
             process.send_learning(learning)
@@ -93,7 +93,7 @@ def map_on_devices(args, specs: list[str], loading, reading, batches, bytes_read
     summary(stats, elapsed, log)
     layout.report(elapsed, log)
     if args.stats:
-        write_stats(args.stats, stats, elapsed, started - setup_started, [], ", ".join(name for _, name, _ in described),
+        write_stats(args.stats, stats, elapsed, started - setup_started, [], ", ".join(name for _, name, *_ in described),
                     kernel_seconds)
 
 
@@ -246,8 +246,9 @@ class DeviceProcess:
         theirs_in.close()
         theirs.close()
 
-    def ready(self) -> tuple[str, str, int]:
-        """The device's description (device.describe), name and batch size, once its session is open."""
+    def ready(self) -> tuple[str, str, int, str]:
+        """The device's description (device.describe), name and batch size, and how the index lies
+        there (cli.index_layout), once its session is open."""
         message = self.receive()
         if message[0] != "ready":
             raise MaroseError(f"device {self.spec}: the mapping process said {message[0]!r} before it was ready")
@@ -336,7 +337,7 @@ def run_device(spec: str, index_path: str, args, batches, messages) -> None:
     reporting through messages (DeviceProcess says what). Ctrl-C is the main process's to handle."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        from .cli import _in_background, _load_opencl_drivers, default_batch_size
+        from .cli import _in_background, _load_opencl_drivers, default_batch_size, index_layout
 
         _in_background(_load_opencl_drivers)  # while the modules below are imported
         from .device import describe
@@ -348,7 +349,8 @@ def run_device(spec: str, index_path: str, args, batches, messages) -> None:
         if not kept_at_close(args.output):  # output that cannot be taken back waits for the index's check
             session.checked.result()
         device = session.device.device
-        messages.send(("ready", describe(device), device.name.strip(), default_batch_size(session.device)))
+        messages.send(("ready", describe(device), device.name.strip(), default_batch_size(session.device),
+                       index_layout(session.on_device)))
         with InputFiles() as files:
             layout = _layout(args, mapper, batches, files)
             stats, seconds = _map(session, mapper, layout, args, _received(batches, files), messages, spec)
