@@ -1,5 +1,6 @@
 """`marose map --scheduler ADDRESS`: reads mapped by the workers of a Dask cluster. The client cuts
-the input into chunks of reads (the records as read), each one Dask task; a worker maps a chunk
+the input into chunks of reads (the records as read, or, when every worker sees the plain input
+file as the client does, where they lie in it), each one Dask task; a worker maps a chunk
 with a mapping session (session.py) that it keeps open between chunks, the index resident on its
 devices, and returns the chunk's SAM records; the client writes them in input order. Dask runs
 the tasks of a worker that is lost again on another: each chunk is written once, whoever mapped
@@ -30,28 +31,44 @@ BATCHES_A_CHUNK = 4  # at least, so that a worker's reading, mapping and writing
 @dataclass
 class Chunk:
     """Consecutive reads of the input, as a task carries them to a worker: FASTQ records as read
-    (fastq), or FASTA reads as parsed (packed, a reads.PackedReads)."""
+    (fastq), or where they lie in the input file at path, for the worker to read there (places,
+    reads.piece_places), or FASTA reads as parsed (packed, a reads.PackedReads)."""
 
     first_index: int  # reads of the input before these
     count: int
     label: str  # the input, as errors name it
     fastq: bytes | None = None
     packed: object = None
+    places: list | None = None
+    path: str | None = None
 
     @classmethod
-    def of(cls, batch) -> "Chunk":
-        """The reads of a reads.ReadBatch."""
-        if batch.pieces is not None:
-            return cls(batch.first_index, len(batch), batch.pieces[0].label,
-                       fastq=b"".join(piece.text.data for piece in batch.pieces))
-        return cls(batch.first_index, len(batch), "", packed=batch.packed)
+    def of(cls, batch, path: str | None = None) -> "Chunk":
+        """The reads of a reads.ReadBatch; with path (the input file, which every worker reads as
+        the client does), FASTQ text that lies as it is there goes as where it lies."""
+        from .reads import piece_places
+
+        if batch.pieces is None:
+            return cls(batch.first_index, len(batch), "", packed=batch.packed)
+        label, places = batch.pieces[0].label, piece_places(batch)
+        if path is not None and all(at is not None for *_, at in places):
+            return cls(batch.first_index, len(batch), label, places=places, path=path)
+        return cls(batch.first_index, len(batch), label, fastq=b"".join(piece.text.data for piece in batch.pieces))
 
     def batch(self):
         """The reads as a reads.ReadBatch."""
         import numpy as np
 
-        from .reads import FastqText, ReadBatch
+        from .reads import FastqText, InputFiles, ReadBatch, batch_of_pieces
 
+        if self.places is not None:
+            try:
+                with InputFiles() as files:
+                    texts = [files.read(self.path, at, size) for _, _, _, size, at in self.places]
+            except OSError as e:
+                raise MaroseError(f"{_worker_name()} cannot read {self.path} ({e.strerror}), which the workers "
+                                  "read as the client did at the start") from None
+            return batch_of_pieces(self.places, texts, self.first_index)
         if self.fastq is None:
             return ReadBatch.from_packed(self.packed, self.first_index)
         text = FastqText(np.frombuffer(self.fastq, np.uint8), self.count, self.first_index, self.label)
@@ -88,9 +105,10 @@ def map_on_cluster(args, log) -> None:
         index = client.submit(describe_index, index_asked, key=f"marose-index-{run}", pure=False).result()
         log(f"index {index.path} ({sum(index.lengths):,} bases) on the workers of {args.scheduler}; k={k}")
         header = sam_header(list(zip(index.names, index.lengths)), args.read_group, command_line, __version__)
+        in_place = _read_in_place(client, args.reads[0]) if bytes_read.verbatim else None
         progress = Progress(log, sys.stderr if not args.quiet and sys.stderr.isatty() else None, bytes_read)
         started = time.time()
-        submitted = (client.submit(map_chunk, index.path, index.fingerprint, options, Chunk.of(batch),
+        submitted = (client.submit(map_chunk, index.path, index.fingerprint, options, Chunk.of(batch, in_place),
                                    key=f"marose-map-{run}-{number}", pure=False)
                      for number, batch in enumerate(itertools.chain([first], batches)))
         with SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1) as out:
@@ -99,6 +117,23 @@ def map_on_cluster(args, log) -> None:
     summary(stats, elapsed, log)
     if args.stats:
         write_stats(args.stats, stats, elapsed, started - setup_started, [], f"Dask workers of {args.scheduler}")
+
+
+def _read_in_place(client, path: str) -> str | None:
+    """The input file's absolute path when every worker sees it as the client does (its size and
+    modification time), so that a chunk goes as where its reads lie there and each worker reads
+    them itself (the client's FASTQ no longer crosses the scheduler); else None."""
+    path = os.path.abspath(path)
+    seen = client.run(_file_key, path)
+    return path if seen and all(key == _file_key(path) for key in seen.values()) else None
+
+
+def _file_key(path: str) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_size, info.st_mtime_ns
 
 
 def _worker_options(args, k: int) -> dict:

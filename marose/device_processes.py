@@ -21,7 +21,9 @@ import time
 import traceback
 from dataclasses import dataclass
 
+from . import reads
 from .errors import MaroseError, out_of_memory
+from .reads import piece_places
 
 # Batches of half a device's default spread the reads more evenly over the devices, and the first
 # batches reach every device sooner (four H200s, 1,000,000 reads of 100 bp: 0.31 s of mapping
@@ -222,7 +224,7 @@ def _send_batch(connection, batch) -> None:
     if batch.pieces is None:
         connection.send(("packed", batch.first_index, batch.packed))
         return
-    connection.send(("fastq", batch.first_index, [(len(p), p.first, p.label, p.text.size, p.at) for p in batch.pieces]))
+    connection.send(("fastq", batch.first_index, piece_places(batch)))
     for piece in batch.pieces:
         if piece.at is None:
             connection.send_bytes(piece.text)
@@ -351,7 +353,7 @@ def run_device(spec: str, index_path: str, args, batches, messages) -> None:
         device = session.device.device
         messages.send(("ready", describe(device), device.name.strip(), default_batch_size(session.device),
                        index_layout(session.on_device)))
-        with InputFiles() as files:
+        with reads.InputFiles() as files:
             layout = _layout(args, mapper, batches, files)
             stats, seconds = _map(session, mapper, layout, args, _received(batches, files), messages, spec)
         messages.send(("done", stats, seconds, getattr(layout, "counts", [])))
@@ -454,42 +456,17 @@ def _received(batches, files):
 
 def _received_batch(batches, message: tuple, files):
     """The batch (reads.ReadBatch or mates.PairBatch) that message begins (_send_batch)."""
-    import numpy as np
-
     from .mates import PairBatch
-    from .reads import FastqText, ReadBatch
+    from .reads import ReadBatch, batch_of_pieces
 
     if message[0] == "pairs":
         _, first_pair, labels, mate1, mate2 = message
         return PairBatch(_received_batch(batches, batches.recv(), files), mate1, mate2, first_pair, labels)
     if message[0] == "packed":
         return ReadBatch.from_packed(message[2], message[1])
-    _, first_index, pieces = message
-    texts = [batches.recv_bytes() if at is None else files.read(label, at, size) for _, _, label, size, at in pieces]
-    return ReadBatch.from_fastq([FastqText(np.frombuffer(text, np.uint8), n, first, label)
-                                 for (n, first, label, _, _), text in zip(pieces, texts)], first_index)
-
-
-class InputFiles:
-    """The input files a device process reads its batches' text from, each opened once."""
-
-    def __init__(self):
-        self._open: dict[str, int] = {}
-
-    def read(self, path: str, at: int, size: int) -> bytes:
-        if path not in self._open:
-            self._open[path] = os.open(path, os.O_RDONLY)
-        text = os.pread(self._open[path], size, at)
-        if len(text) != size:
-            raise MaroseError(f"{path}: the file was cut short while it was read")
-        return text
-
-    def __enter__(self) -> "InputFiles":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for fd in self._open.values():
-            os.close(fd)
+    _, first_index, places = message
+    texts = [batches.recv_bytes() if at is None else files.read(label, at, size) for _, _, label, size, at in places]
+    return batch_of_pieces(places, texts, first_index)
 
 
 @dataclass

@@ -318,6 +318,42 @@ def read_batches(path: str, batch_size: int | Iterable[int],
         raise MaroseError(f"no reads in {label}")
 
 
+def piece_places(batch: ReadBatch) -> list[tuple[int, int, str, int, int | None]]:
+    """Each FASTQ piece of a batch as (records, records of its input before them, its label,
+    bytes, where it lies in its input file, whose path the label then is, or None), for a process
+    that reads the pieces that lie in their files itself (batch_of_pieces)."""
+    return [(len(p), p.first, p.label, p.text.size, p.at) for p in batch.pieces]
+
+
+def batch_of_pieces(places: list[tuple], texts: list, first_index: int) -> ReadBatch:
+    """The batch whose pieces piece_places gave, from their texts (bytes-like)."""
+    return ReadBatch.from_fastq([FastqText(np.frombuffer(text, np.uint8), n, first, label)
+                                 for (n, first, label, _, _), text in zip(places, texts)], first_index)
+
+
+class InputFiles:
+    """Input files read at offsets (the pieces of piece_places that lie in them), each opened once."""
+
+    def __init__(self):
+        self._open: dict[str, int] = {}
+
+    def read(self, path: str, at: int, size: int) -> bytes:
+        if path not in self._open:
+            self._open[path] = os.open(path, os.O_RDONLY)
+        text = os.pread(self._open[path], size, at)
+        if len(text) != size:
+            raise MaroseError(f"{path}: the file was cut short while it was read")
+        return text
+
+    def __enter__(self) -> "InputFiles":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for fd in self._open.values():
+            os.close(fd)
+
+
+
 def rebatched(batch: ReadBatch, size: int) -> Iterator[ReadBatch]:
     """The reads of a batch in batches of size reads (the last may hold fewer), in the batch's
     form (FASTQ text or packed reads)."""

@@ -63,6 +63,23 @@ def test_the_cluster_writes_the_local_output(lambda_index, scheduler, tmp_path, 
 
 
 @needs_dask
+def test_a_plain_file_s_chunks_go_as_where_their_reads_lie(lambda_index, scheduler, tmp_path, monkeypatch):
+    """Every worker reads the plain file as the client does: the chunks carry no text."""
+    plain = tmp_path / "r.fq"
+    plain.write_bytes(gzip.open(READS).read())
+    made, of = [], cluster.Chunk.of
+
+    def recorded(batch, path=None):
+        made.append(of(batch, path))
+        return made[-1]
+
+    monkeypatch.setattr(cluster.Chunk, "of", recorded)
+    spread, alone = map_both(lambda_index, scheduler, tmp_path, "out.sam", str(plain), "-k", "5")
+    assert_same_as_alone(spread, alone)
+    assert len(made) >= 7 and all(chunk.fastq is None and chunk.places for chunk in made)
+
+
+@needs_dask
 def test_fasta_reads_and_the_default_k(lambda_index, scheduler, tmp_path):
     """FASTA chunks travel parsed; k comes from the first read, the same for every chunk."""
     fasta = tmp_path / "r.fa"
@@ -159,3 +176,18 @@ def test_chunks_carry_the_reads_and_cut_into_batches(tmp_path, fasta):
     assert [len(p) for p in parts] == [300, 300, 100] and [p.first_index for p in parts] == [700, 1000, 1300]
     assert sum((p.names for p in parts), []) == batch.names and sum((p.seqs for p in parts), []) == batch.seqs
     assert np.array_equal(np.concatenate([p.lengths() for p in parts]), batch.lengths())
+
+
+def test_a_chunk_read_where_it_lies_in_its_file(tmp_path):
+    """Chunk.of with the input's path: the worker reads the text there; a file gone is a clear error."""
+    plain = tmp_path / "r.fq"
+    plain.write_bytes(gzip.open(READS).read())
+    batches = read_batches(str(plain), 700)
+    _, batch = next(batches), next(batches)
+    chunk = cluster.Chunk.of(batch, str(plain))
+    assert chunk.fastq is None and chunk.places and cluster.Chunk.of(batch).places is None
+    back = chunk.batch()
+    assert (back.names, back.seqs, back.quals, back.first_index) == (batch.names, batch.seqs, batch.quals, 700)
+    plain.unlink()
+    with pytest.raises(MaroseError, match="cannot read"):
+        chunk.batch()
