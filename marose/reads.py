@@ -353,7 +353,6 @@ class InputFiles:
             os.close(fd)
 
 
-
 def rebatched(batch: ReadBatch, size: int) -> Iterator[ReadBatch]:
     """The reads of a batch in batches of size reads (the last may hold fewer), in the batch's
     form (FASTQ text or packed reads)."""
