@@ -347,14 +347,15 @@ def run_device(spec: str, index_path: str, args, batches, messages) -> None:
 
         session = _open(spec, index_path, args)
         args.max_errors, first_length = _first_read(batches)
-        mapper = _prepared(session, args, first_length)
+        layout = _layout(args)
+        mapper = _prepared(session, args, layout.max_hits, first_length)
         if not kept_at_close(args.output):  # output that cannot be taken back waits for the index's check
             session.checked.result()
         device = session.device.device
         messages.send(("ready", describe(device), device.name.strip(), default_batch_size(session.device),
                        index_layout(session.on_device)))
         with reads.InputFiles() as files:
-            layout = _layout(args, mapper, batches, files)
+            _learn(layout, args, mapper, batches, files)
             stats, seconds = _map(session, mapper, layout, args, _received(batches, files), messages, spec)
         messages.send(("done", stats, seconds, getattr(layout, "counts", [])))
     except BaseException as error:
@@ -417,35 +418,38 @@ def _first_read(batches) -> tuple[int, int]:
     return message[1], message[2]
 
 
-def _prepared(session, args, first_length: int):
-    """The session's Mapper, building the programs that reads of first_length take while the other
-    devices open and the batches are dealt. Only the first device process warns of a read length
-    without a guarantee."""
+def _prepared(session, args, max_hits: int | None, first_length: int):
+    """The session's Mapper (keeping max_hits loci a read, all for None), building the programs
+    that reads of first_length take while the other devices open and the batches are dealt. Only
+    the first device process warns of a read length without a guarantee."""
     from .mapper import Mapper
 
-    mapper = Mapper(session.index, session.device, args.max_errors, args.max_hits, text_on_device=True,
+    mapper = Mapper(session.index, session.device, args.max_errors, max_hits, text_on_device=True,
                     on_device=session.on_device)
     mapper.warns = args.first_process
     mapper.prepare(first_length)
     return mapper
 
 
-def _layout(args, mapper, batches, files):
-    """The layout of the run (session.SingleEnd, or pair_driver.PairedEnd with its insert size
-    learned from the batches the main process sends for it, as every process does; the first
-    process describes it)."""
+def _layout(args):
+    """The layout of the run: session.SingleEnd, or pair_driver.PairedEnd (whose mapper keeps every
+    locus of each mate)."""
     from .pair_driver import PairedEnd
     from .session import SingleEnd
 
+    return SingleEnd(args) if len(args.reads) == 1 and not args.interleaved else PairedEnd(args)
+
+
+def _learn(layout, args, mapper, batches, files) -> None:
+    """Pairs: the insert size learned from the batches the main process sends for it, as every
+    process does (the first one describes it), or the one given (the main process described it)."""
     _, learn_pairs, n_learning = batches.recv()
-    if len(args.reads) == 1 and not args.interleaved:
-        return SingleEnd(args)
-    layout = PairedEnd(args)
     learning = [_received_batch(batches, batches.recv(), files) for _ in range(n_learning)]
+    if layout.unit != "pairs":
+        return
     if learning:
         layout.learn_ahead(mapper, learning, learn_pairs, _log(args) if args.first_process else lambda message: None)
-    layout.settled = True  # a given insert size was described by the main process
-    return layout
+    layout.settled = True
 
 
 def _received(batches, files):

@@ -5,6 +5,7 @@ to one device's."""
 import gzip
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from conftest import LAMBDA
 from marose import cli, device as device_module
 from marose.errors import MaroseError
 from marose.reference import read_fasta
-from test_map import ROOT, map_subprocess, run_map, simulate, write_reads
+from test_map import ROOT, build_index, map_subprocess, run_map, simulate, write_reads
 from test_pairs import simulate_pairs, write_mates
 
 
@@ -210,6 +211,31 @@ def test_pairs_on_a_process_a_device_are_the_pairs_of_one_device(lambda_index, t
     one, two = (json.load(open(tmp_path / f"{name}.json")) for name in ("one", "two"))
     assert [two[key] for key in ("reads", "mapped", "loci", "candidates")] == \
         [one[key] for key in ("reads", "mapped", "loci", "candidates")] and one["reads"] == 300
+
+
+def test_pairs_in_repeats_on_a_process_a_device_keep_every_locus_of_each_mate(tmp_path):
+    """Mates in a tandem repeat have more loci than --max-hits, and pairs of them other proper
+    combinations: each process pairs from all of them, as one device does."""
+    from conftest import mutate, write_fasta
+    from marose.dna import decode
+    from marose.reference import Reference
+
+    rng = np.random.default_rng(24)
+    codes = read_fasta(LAMBDA).codes
+    unit = codes[20_000:20_150]
+    tandem = np.concatenate([codes[:4_000], *(mutate(rng, unit, 2) for _ in range(12)), codes[4_000:8_000]])
+    fasta = write_fasta(tmp_path / "g.fa", {"tandem": decode(tandem)})
+    index = build_index(fasta)
+    first, second = simulate_pairs(Reference(["tandem"], np.array([tandem.size]), tandem), 120, rng)
+    names = [f"p{i}" for i in range(len(first))]
+    reads = [write_mates(tmp_path / "r1.fq", first, names, "/1"), write_mates(tmp_path / "r2.fq", second, names, "/2")]
+    options = ["-k", 3, "--max-hits", 1, "--batch-size", 9]
+    assert run_map("-x", index, *reads, "-o", tmp_path / "one.sam", *options) == 0
+    result = map_on_two("-q", "-x", index, *reads, "-o", tmp_path / "two.sam", *options)
+    assert result.returncode == 0, result.stderr
+    one = records(tmp_path / "one.sam")
+    loci = [int(found.group(1)) for line in one if (found := re.search(r"\tHN:i:(\d+)", line))]
+    assert records(tmp_path / "two.sam") == one and sum(n > 1 for n in loci) > 10
 
 
 def test_a_bad_record_on_a_device_process_is_the_error_of_one_device(lambda_index, lambda_reads, tmp_path):
