@@ -160,8 +160,7 @@ def _written(results, out, progress):
             progress.update(stats.reads)
     finally:
         progress.clear()
-    stats.unguaranteed = sorted(set(stats.unguaranteed))  # each chunk's mapper lists the lengths again
-    stats.substitutions_only = sorted(set(stats.substitutions_only))
+    stats.list_lengths_once()  # each chunk's mapper lists the lengths again
     return stats
 
 

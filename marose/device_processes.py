@@ -166,8 +166,7 @@ def _written(processes: list, dealing, out, progress) -> tuple:
         for name, value in seconds.items():
             kernel_seconds[name] = kernel_seconds.get(name, 0.0) + value
         pair_counts.extend(counts)
-    stats.unguaranteed = sorted(set(stats.unguaranteed))  # each process lists the lengths it saw
-    stats.substitutions_only = sorted(set(stats.substitutions_only))
+    stats.list_lengths_once()  # each process lists the lengths it saw
     return stats, kernel_seconds, pair_counts
 
 
@@ -357,6 +356,7 @@ def run_device(spec: str, index_path: str, args, batches, messages) -> None:
         with reads.InputFiles() as files:
             _learn(layout, args, mapper, batches, files)
             stats, seconds = _map(session, mapper, layout, args, _received(batches, files), messages, spec)
+        session.checked.result()  # a corrupted index is the error to report
         messages.send(("done", stats, seconds, getattr(layout, "counts", [])))
     except BaseException as error:
         kind = "marose" if isinstance(error, MaroseError) else "other"
@@ -379,7 +379,9 @@ def _open(spec: str, index_path: str, args):
     from .session import open_session
 
     loading = _in_background(store.load, index_path, False)
-    return open_session(loading, spec, bool(args.stats_kernels), args.verbose, _log(args, spec), device_memory(args))
+    # the first process checks the index files' checksums, and fails the run for a corrupted one
+    return open_session(loading, spec, bool(args.stats_kernels), args.verbose, _log(args, spec), device_memory(args),
+                        check=args.first_process)
 
 
 def _log(args, spec: str | None = None):

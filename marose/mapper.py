@@ -69,6 +69,12 @@ class Stats:
         for name, value in counts.items():
             setattr(self, name, value)
 
+    def list_lengths_once(self) -> None:
+        """The read lengths listed, sorted, once each: counts added from several runs (Dask chunks,
+        device processes) list a length once a run."""
+        self.unguaranteed = sorted(set(self.unguaranteed))
+        self.substitutions_only = sorted(set(self.substitutions_only))
+
     def add(self, other: "Stats") -> None:
         """Adds another's counts, lengths and seconds (of a mapping lane) to these."""
         for f in fields(self):

@@ -38,12 +38,12 @@ class Session:
 
 
 def open_session(loading: Future, device_spec: str | None, profile: bool, verbose: bool, log,
-                 max_device_bytes: int | None = None) -> Session:
+                 max_device_bytes: int | None = None, check: bool = True) -> Session:
     """Opens the devices of device_spec (device.choose_devices: by default every GPU of the
     platform), checks each on the known case and uploads to each the index that loading gives
     (store.load, run in the background meanwhile), within max_device_bytes (lookup.DeviceIndex):
     each device in a thread of its own when there are several. The checksums are checked in the
-    background while the session maps."""
+    background while the session maps (unless check is False: another process checks them)."""
     from indexer import store
 
     from .cli import _in_background
@@ -57,7 +57,7 @@ def open_session(loading: Future, device_spec: str | None, profile: bool, verbos
         with ThreadPoolExecutor(len(specs), thread_name_prefix="marose-open") as pool:
             copies = list(pool.map(ready, specs))
     index = loading.result()
-    checked = _in_background(store.check_checksums, index)
+    checked = _in_background(store.check_checksums if check else lambda index: None, index)
     return Session(index, copies[0].device, copies[0], checked, copies)
 
 

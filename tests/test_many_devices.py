@@ -250,6 +250,23 @@ def test_a_bad_record_on_a_device_process_is_the_error_of_one_device(lambda_inde
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.fq"]
 
 
+def test_a_corrupted_index_on_a_process_a_device_fails_the_run(lambda_index, lambda_reads, tmp_path):
+    """The first process checks the index files' checksums, for all of them."""
+    import shutil
+
+    index = tmp_path / "copy.marose"
+    shutil.copytree(lambda_index, index)
+    largest = max(index.iterdir(), key=lambda p: p.stat().st_size)
+    data = bytearray(largest.read_bytes())
+    data[len(data) // 2] ^= 1
+    largest.write_bytes(bytes(data))
+    out = tmp_path / "out"
+    out.mkdir()
+    result = map_on_two("-q", "-x", index, lambda_reads, "-o", out / "two.sam", "-k", 3, "--batch-size", 7)
+    assert result.returncode == 1 and b"checksum mismatch" in result.stderr
+    assert list(out.iterdir()) == []
+
+
 def test_a_device_process_that_dies_fails_the_run_and_leaves_no_output(lambda_index, tmp_path):
     reads = write_reads(tmp_path / "r.fq", simulate(read_fasta(LAMBDA), 20000, 80, 3, np.random.default_rng(22)))
     env = dict(os.environ, POCL_DEVICES="pthread pthread")
