@@ -12,6 +12,7 @@ each. The output is the one a single device writes."""
 
 from __future__ import annotations
 
+import collections
 import itertools
 import os
 import signal
@@ -21,8 +22,8 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from . import reads
-from .errors import MaroseError, out_of_memory
+from . import read_ranges, reads
+from .errors import MaroseError, RecordError, out_of_memory
 from .reads import piece_places
 
 # Batches of half a device's default spread the reads more evenly over the devices, and the first
@@ -73,15 +74,21 @@ def map_on_devices(args, specs: list[str], loading, reading, batches, bytes_read
         learning = _learning_batches(layout, first, batches, log)
         for process in processes:
             process.send_learning(learning)
+        later, in_ranges = _later_batches(args, layout, first, batches, bytes_read, args.batch_size or sizes[0])
         header = sam_header(list(zip(reference.names, map(int, reference.lengths))), args.read_group, command_line,
                             __version__)
         progress = Progress(log, sys.stderr if not args.quiet and sys.stderr.isatty() else None, bytes_read,
                             unit=layout.unit)
         started = time.time()
         with SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1) as out:
-            dealing = Dealing(itertools.chain(learning or [first], batches), processes)
+            dealing = Dealing(itertools.chain(learning or [first], later), processes)
             try:
-                results = _written(processes, dealing, out, progress)
+                results = _written(processes, out, progress)
+            except RecordError as error:
+                if not in_ranges:
+                    raise
+                # numbered within its byte range: named as one device names it
+                raise read_ranges.first_bad_record(args.reads[0]) or error from None
             finally:
                 progress.clear()
             dealing.raise_failure()
@@ -116,6 +123,18 @@ def _learning_batches(layout, first, batches, log) -> list:
     return learning
 
 
+def _later_batches(args, layout, first, batches, bytes_read, reads_each: int) -> tuple:
+    """The batches after the first, and whether they are byte ranges: of a plain FASTQ file of
+    single reads, about reads_each reads each (read_ranges), for the processes to read themselves;
+    else the batches as read."""
+    if layout.unit != "reads" or not bytes_read.verbatim or first.pieces is None or first.pieces[-1].at is None:
+        return batches, False
+    batches.close()
+    end = first.pieces[-1].at + first.pieces[-1].text.size
+    per_read = sum(piece.text.size for piece in first.pieces) / len(first)
+    return read_ranges.ranges(args.reads[0], end, bytes_read.total, round(reads_each * per_read)), True
+
+
 def _worker_args(args, first: bool):
     """map's options as a device process maps with them: quiet (the main process reports),
     --explain by the first process only, kernel seconds measured for --stats but no file."""
@@ -130,10 +149,11 @@ def _worker_args(args, first: bool):
     return options
 
 
-def _written(processes: list, dealing, out, progress) -> tuple:
+def _written(processes: list, out, progress) -> tuple:
     """Writes the records of each batch in turn into out (or has its process write them into
-    out's file at their place); the counts of every process summed (mapper.Stats), their kernel
-    seconds and their pairs' counts (pairs.PairCounts, of each mapping lane)."""
+    out's file at their place), counting the reads (or pairs) they were of; the counts of every
+    process summed (mapper.Stats), their kernel seconds and their pairs' counts (pairs.PairCounts,
+    of each mapping lane)."""
     from .mapper import Stats
 
     shared = out.shared()
@@ -146,13 +166,13 @@ def _written(processes: list, dealing, out, progress) -> tuple:
         if message[0] == "done":
             done[number % len(processes)] = message[1:]
             break
-        size = message[1]
+        _, size, count = message
         if shared is None:
             out.write(process.records(size))
         else:
             process.write_at(shared[0], at)
             at += size
-        reads += dealing.count(number)
+        reads += count
         progress.update(reads)
     for number, process in enumerate(processes):
         if number not in done:
@@ -176,7 +196,6 @@ class Dealing:
     the dealing (raise_failure raises it)."""
 
     def __init__(self, batches, processes: list):
-        self._counts: dict[int, int] = {}
         self._failure: list[BaseException] = []
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._deal, args=(batches, processes), daemon=True,
@@ -188,7 +207,6 @@ class Dealing:
             for number, batch in enumerate(batches):
                 if self._stopped.is_set():
                     return
-                self._counts[number] = len(batch)
                 processes[number % len(processes)].send_batch(batch)
         except OSError:  # a process ended: the main thread hears why from it when its batch's turn comes
             return
@@ -199,10 +217,6 @@ class Dealing:
                 process.send_end()
             except OSError:
                 pass
-
-    def count(self, number: int) -> int:
-        """The reads of batch number (dealt)."""
-        return self._counts[number]
 
     def raise_failure(self) -> None:
         self._thread.join()
@@ -216,7 +230,11 @@ class Dealing:
 def _send_batch(connection, batch) -> None:
     """A batch of reads or of pairs (mates.PairBatch: where its mates lie, then its reads) through
     connection: packed reads as they are, FASTQ text piece by piece, a piece that lies as it is in
-    its input file (whose path is its label) as where it lies there, another as its bytes."""
+    its input file (whose path is its label) as where it lies there, another as its bytes; a byte
+    range (read_ranges.ByteRange) as where it lies."""
+    if isinstance(batch, read_ranges.ByteRange):
+        connection.send(("range", batch.path, batch.at, batch.size))
+        return
     if hasattr(batch, "mate1"):
         connection.send(("pairs", batch.first_pair, batch.labels, batch.mate1, batch.mate2))
         batch = batch.reads
@@ -288,8 +306,8 @@ class DeviceProcess:
                               f"{self.process.exitcode})") from None
         if message[0] == "error":
             kind, text = message[1:]
-            if kind == "marose":
-                raise MaroseError(text)
+            if kind in ("marose", "record"):
+                raise (RecordError if kind == "record" else MaroseError)(text)
             raise RuntimeError(f"the mapping process of device {self.spec} failed:\n{text}")
         return message
 
@@ -354,14 +372,16 @@ def run_device(spec: str, index_path: str, args, batches, messages) -> None:
         device = session.device.device
         messages.send(("ready", describe(device), device.name.strip(), default_batch_size(session.device),
                        index_layout(session.on_device)))
+        counts = collections.deque()  # of the batches received and not yet written
         with reads.InputFiles() as files:
             _learn(layout, args, mapper, batches, files)
-            stats, seconds = _map(session, mapper, layout, args, _received(batches, files), messages, spec)
+            stats, seconds = _map(session, mapper, layout, args, _received(batches, files, counts), messages, spec,
+                                  counts)
         session.checked.result()  # a corrupted index is the error to report
         messages.send(("done", stats, seconds, getattr(layout, "counts", [])))
     except BaseException as error:
-        kind = "marose" if isinstance(error, MaroseError) else "other"
-        text = str(error) if kind == "marose" else "".join(traceback.format_exception(error))
+        kind = "record" if isinstance(error, RecordError) else "marose" if isinstance(error, MaroseError) else "other"
+        text = str(error) if kind != "other" else "".join(traceback.format_exception(error))
         if out_of_memory(error):
             kind, text = "marose", f"device {spec}: out of memory ({error})"
         try:
@@ -397,9 +417,10 @@ def _log(args, spec: str | None = None):
     return log
 
 
-def _map(session, mapper, layout, args, batches, messages, spec: str) -> tuple:
-    """Maps the batches, in their layout, into the main process's output: the counts (mapper.Stats)
-    and kernel seconds of the device."""
+def _map(session, mapper, layout, args, batches, messages, spec: str, counts) -> tuple:
+    """Maps the batches, in their layout, into the main process's output (counts: the reads or pairs
+    of each batch received, for the main process's progress): the counts (mapper.Stats) and kernel
+    seconds of the device."""
     from .mapper import Stats
     from .reads import BytesRead
     from .session import map_reads
@@ -407,7 +428,7 @@ def _map(session, mapper, layout, args, batches, messages, spec: str) -> tuple:
     first = next(batches, None)
     if first is None:
         return Stats(), {}
-    output = ToMain(messages, args.output)
+    output = ToMain(messages, args.output, counts)
     stats = map_reads(session, args, first, batches, BytesRead(), lambda header: output, "", _log(args, spec),
                       time.time(), layout, announce=False, mapper=mapper)
     return stats, session.device.collect_profile() if args.stats_kernels else {}
@@ -455,10 +476,13 @@ def _learn(layout, args, mapper, batches, files) -> None:
     layout.settled = True
 
 
-def _received(batches, files):
-    """The batches that the main process sends, until it says the input ended."""
+def _received(batches, files, counts):
+    """The batches that the main process sends, until it says the input ended, each one's reads
+    (or pairs) counted in counts."""
     while (message := batches.recv())[0] != "end":
-        yield _received_batch(batches, message, files)
+        batch = _received_batch(batches, message, files)
+        counts.append(len(batch))
+        yield batch
 
 
 def _received_batch(batches, message: tuple, files):
@@ -471,6 +495,9 @@ def _received_batch(batches, message: tuple, files):
         return PairBatch(_received_batch(batches, batches.recv(), files), mate1, mate2, first_pair, labels)
     if message[0] == "packed":
         return ReadBatch.from_packed(message[2], message[1])
+    if message[0] == "range":
+        _, path, at, size = message
+        return reads.batch_of_range(files.read(path, at, size), path, at)
     _, first_index, places = message
     texts = [batches.recv_bytes() if at is None else files.read(label, at, size) for _, _, label, size, at in places]
     return batch_of_pieces(places, texts, first_index)
@@ -483,6 +510,7 @@ class ToMain:
 
     messages: object
     path: str | None
+    counts: collections.deque  # the reads (or pairs) of each batch to write, in turn
     _file: int | None = None
 
     @property
@@ -493,7 +521,7 @@ class ToMain:
 
     def write(self, records) -> None:
         with memoryview(records) as view:
-            self.messages.send(("records", view.nbytes))
+            self.messages.send(("records", view.nbytes, self.counts.popleft()))
             answer = self.messages.recv()
             if answer[0] == "send":
                 self.messages.send_bytes(view)

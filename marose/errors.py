@@ -10,6 +10,10 @@ class MaroseError(Exception):
     """Bad input, a bad index or a bad option: printed without a traceback."""
 
 
+class RecordError(MaroseError):
+    """A bad record of the reads, named by its number in the input."""
+
+
 class Terminated(BaseException):
     """SIGTERM (kill, a batch scheduler) arrived: raised in the main thread like KeyboardInterrupt
     for Ctrl-C, so that the same cleanup runs."""

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from marose import dna
-from marose.errors import MaroseError
+from marose.errors import MaroseError, RecordError
 from marose.regions import region_offsets
 
 # Blocks of 1 MB: the parser holds the interpreter lock while it splits and joins a block,
@@ -331,6 +331,13 @@ def batch_of_pieces(places: list[tuple], texts: list, first_index: int) -> ReadB
                                  for (n, first, label, _, _), text in zip(places, texts)], first_index)
 
 
+def batch_of_range(text: bytes, label: str, at: int) -> ReadBatch:
+    """The FASTQ records of text, which starts at a record at `at` of the plain file label names
+    (read_ranges.py), as a batch whose records are numbered from 0: a bad one is named by its number
+    in the range."""
+    return ReadBatch.from_fastq(list(_fastq_chunks(text, iter(()), label, at)), 0)
+
+
 class InputFiles:
     """Input files read at offsets (the pieces of piece_places that lie in them), each opened once."""
 
@@ -599,7 +606,7 @@ def _fastq_chunks(first: bytes, data: Iterator[bytes], label: str, at: int | Non
     usable = len(lines) - got
     last = _fastq_lines(lines[:usable], done, label) if usable else None
     if got:
-        raise MaroseError(
+        raise RecordError(
             f"{label}: FASTQ record {done + usable // 4 + 1} is truncated "
             f"({got} of 4 lines at the end of the input)")
     if last is not None:
@@ -663,7 +670,7 @@ def _check_layout(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, done: i
 
 def _fastq_error(label: str, record: int, line: int, what: str) -> MaroseError:
     """The error of line `line` (1..4) of FASTQ record `record` (from 0) of the input."""
-    return MaroseError(f"{label}: FASTQ record {record + 1} (line {4 * record + line}): {what}")
+    return RecordError(f"{label}: FASTQ record {record + 1} (line {4 * record + line}): {what}")
 
 
 def _fastq_records(buf: np.ndarray, newlines: np.ndarray, done: int, label: str) -> PackedReads:
@@ -722,7 +729,7 @@ def _fasta_records(text: bytes, done: int, label: str) -> PackedReads:
 
     def fail(i: int, what: str) -> MaroseError:
         head = buf[starts[heads[i]] + 1:ends[heads[i]]][:40].tobytes().decode("ascii", "replace")
-        return MaroseError(f"{label}: FASTA record {done + i + 1} (>{head}): {what}")
+        return RecordError(f"{label}: FASTA record {done + i + 1} (>{head}): {what}")
 
     seq_lengths = np.diff(seq_offset)
     if not seq_lengths.all():
@@ -810,13 +817,13 @@ def _names(buf: np.ndarray, head_starts: np.ndarray, head_ends: np.ndarray, done
         names, offsets = heads, head_offset
     if (bad := names - ord("!") > ord("~") - ord("!")).any():  # uint8: below '!' wraps round
         pos = _first(bad)
-        raise MaroseError(f"{label}: record {done + _record_at(offsets, pos) + 1}: read name holds "
+        raise RecordError(f"{label}: record {done + _record_at(offsets, pos) + 1}: read name holds "
                           f"{bytes([names[pos]])!r}, which is not printable ASCII")
     lengths = np.diff(offsets)
     if not lengths.all():
-        raise MaroseError(f"{label}: record {done + _first(lengths == 0) + 1}: empty read name")
+        raise RecordError(f"{label}: record {done + _first(lengths == 0) + 1}: empty read name")
     if (too_long := lengths > MAX_NAME_LEN).any():
-        raise MaroseError(f"{label}: record {done + _first(too_long) + 1}: read name longer than "
+        raise RecordError(f"{label}: record {done + _first(too_long) + 1}: read name longer than "
                           f"{MAX_NAME_LEN} characters, the most SAM allows")
     return names, offsets.astype(np.uint32)
 

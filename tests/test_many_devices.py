@@ -238,6 +238,22 @@ def test_pairs_in_repeats_on_a_process_a_device_keep_every_locus_of_each_mate(tm
     assert records(tmp_path / "two.sam") == one and sum(n > 1 for n in loci) > 10
 
 
+def test_byte_ranges_whose_qualities_start_like_records_map_as_on_one_device(lambda_index, lambda_reads, tmp_path):
+    """The processes read a plain file in byte ranges that start at records: quality lines that
+    start with '@' or '+' do not start one, and the last record may lack its newline."""
+    lines = open(lambda_reads).read().splitlines()
+    rng = np.random.default_rng(4)
+    for i in range(0, len(lines), 4):  # records of many sizes, so that ranges end anywhere in one
+        length = int(rng.integers(50, 81))
+        lines[i + 1], lines[i + 3] = lines[i + 1][:length], "@+"[i % 8 // 4] + lines[i + 3][1:length]
+    tricky = tmp_path / "tricky.fq"
+    tricky.write_text("\n".join(lines))
+    one = map_subprocess(["-x", lambda_index, tricky, "-o", tmp_path / "one.sam", "-k", 3])
+    two = map_on_two("-q", "-x", lambda_index, tricky, "-o", tmp_path / "two.sam", "-k", 3, "--batch-size", 5)
+    assert one.returncode == two.returncode == 0, two.stderr
+    assert records(tmp_path / "two.sam") == records(tmp_path / "one.sam") and len(records(tmp_path / "one.sam")) > 300
+
+
 def test_a_bad_record_on_a_device_process_is_the_error_of_one_device(lambda_index, lambda_reads, tmp_path):
     lines = open(lambda_reads).read().splitlines(keepends=True)
     lines[4 * 150 + 3] = "II\n"  # record 151's qualities cut short, in a batch of the second process
