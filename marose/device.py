@@ -21,8 +21,7 @@ from .staging import Staging
 
 STAGING_BYTES = 8 << 20  # each pinned buffer large copies go through (staging.py)
 OUR_MESSAGES = ("[marose", "marose")  # how the lines marose prints on stderr begin
-LOCAL_SIZE = 64  # work-items a group of kernels launched without a work-group size, on a GPU (see launch)
-CPU_LOCAL_SIZE = 1  # the same on a CPU (Device.group_size)
+LOCAL_SIZE = 64  # work-items a group of kernels launched without a work-group size (see launch)
 # PoCL's CPU devices compile each kernel once for grids narrower than 65,535 work-items and once
 # for wider ones; launches without a work-group size are at least this wide there (see launch)
 POCL_WIDE_GRID = 1 << 16
@@ -203,14 +202,6 @@ class Device:
         return self.device.max_compute_units
 
     @property
-    def group_size(self) -> int:
-        """Work-items of a work-group of the kernels launched without a size: one on a CPU, where
-        their items differ widely in cost and a work-group runs on one core (PoCL 5 on 16 cores:
-        200,000 A. thaliana reads mapped about 15% faster than with groups of 64, BENCHMARKS.md),
-        LOCAL_SIZE on a GPU, whose work-groups fill its warps."""
-        return CPU_LOCAL_SIZE if self.is_cpu else LOCAL_SIZE
-
-    @property
     def widens_grids(self) -> bool:
         """Whether launches without a work-group size are made POCL_WIDE_GRID work-items wide at
         least: on PoCL's CPU devices, so that such a kernel is compiled once whatever the size of
@@ -288,14 +279,14 @@ class Device:
         its device time is added to kernel_seconds.
 
         A kernel launched without a work-group size (local_size None) gets groups of
-        group_size items: left to the runtime, PoCL takes a size that follows the global size
+        LOCAL_SIZE items: left to the runtime, PoCL takes a size that follows the global size
         and compiles the kernel anew for each size it has not met, so that each new number of
         reads cost seconds of compiling. On PoCL's CPU devices its grid, when narrower, is
         widened to POCL_WIDE_GRID work-items (widens_grids): such a kernel takes an item a
         work-item and leaves the work-items past its items idle (idle work-groups cost PoCL next
         to nothing). Kernels of work-groups that meet at barriers are launched as asked."""
         if local_size is None:
-            local_size = (math.gcd(global_size[0], self.group_size),)
+            local_size = (math.gcd(global_size[0], LOCAL_SIZE),)
             if self.widens_grids and global_size[0] < POCL_WIDE_GRID:
                 global_size = (POCL_WIDE_GRID,)
         with self.calls:

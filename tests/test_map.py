@@ -266,28 +266,6 @@ def test_output_and_counts_are_identical_in_several_mapping_lanes(lambda_two_con
     assert runs[1][2].keys() == runs[0][2].keys()  # every lane's kernels profiled
 
 
-def test_output_is_the_same_with_a_gpu_s_work_groups(lambda_two_contigs, tmp_path, monkeypatch):
-    """Kernels launched without a work-group size take groups of one item on a CPU and of
-    LOCAL_SIZE on a GPU: forced on the CPU device, the GPU's size gives the same records and
-    counts, so no kernel depends on it."""
-    import json
-
-    from marose import device
-
-    reads = simulate(read_fasta(lambda_two_contigs), 120, 100, 4, np.random.default_rng(12), with_n=3)
-    fq = write_reads(tmp_path / "r.fq", reads)
-    index = build_index(lambda_two_contigs)
-    runs = []
-    for size in (device.CPU_LOCAL_SIZE, device.LOCAL_SIZE):
-        monkeypatch.setattr(device, "CPU_LOCAL_SIZE", size)
-        out, stats = tmp_path / f"o{size}.sam", tmp_path / f"s{size}.json"
-        assert run_map("-x", index, fq, "-o", out, "-k", 4, "--batch-size", 50, "--stats", stats) == 0
-        record = json.load(open(stats))
-        runs.append(([line for line in open(out) if not line.startswith("@PG")],
-                     {key: record[key] for key in ("reads", "mapped", "loci", "candidates", "cells")}))
-    assert runs[1] == runs[0] and runs[0][1]["mapped"] > 100
-
-
 def test_an_index_larger_than_the_device_allows_is_cut_into_parts(lambda_two_contigs, tmp_path, monkeypatch):
     """Under --max-device-memory the index's segments are cut into seed ranges, uploaded in
     turn for each walk of the filter over them; the output and the lookup count are those of
