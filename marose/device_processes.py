@@ -3,8 +3,9 @@ lanes, and the reading and writing of their batches, share one interpreter lock:
 at most 1.2x the reads a second of one. Here the main process reads the input in batches and deals
 them to the device processes in turn; each maps its batches with a session of its own device
 (session.map_reads) and hands back each batch's records in batch order. A batch of a plain input
-file goes as where it lies there, for its process to read; other input (gzip, stdin) goes through
-a pipe. Into a regular SAM file the device processes write their records themselves, each batch at
+file goes as where it lies there, for its process to read (after the first, single reads of a
+plain FASTQ file go as byte ranges that start at records, read_ranges.py, so that the main process
+does not read them at all); other input (gzip, stdin) goes through a pipe. Into a regular SAM file the device processes write their records themselves, each batch at
 the offset the main process gives it once the batches before it have told their sizes; BAM records
 (compressed in the main process, as one stream) and SAM for stdout, a device or a pipe come back
 through a pipe. Pairs: every process learns the insert size from the same first pairs, sent to

@@ -254,6 +254,16 @@ def test_byte_ranges_whose_qualities_start_like_records_map_as_on_one_device(lam
     assert records(tmp_path / "two.sam") == records(tmp_path / "one.sam") and len(records(tmp_path / "one.sam")) > 300
 
 
+def test_blank_lines_after_the_first_batch_are_no_range(lambda_index, lambda_reads, tmp_path):
+    lines = open(lambda_reads).read().splitlines(keepends=True)
+    short = tmp_path / "short.fq"
+    short.write_text("".join(lines[:20]) + "\n\n\n")
+    two = map_on_two("-q", "-x", lambda_index, short, "-o", tmp_path / "two.sam", "-k", 3, "--batch-size", 5,
+                     "--stats", tmp_path / "two.json")
+    assert two.returncode == 0, two.stderr
+    assert json.load(open(tmp_path / "two.json"))["reads"] == 5
+
+
 def test_a_bad_record_on_a_device_process_is_the_error_of_one_device(lambda_index, lambda_reads, tmp_path):
     lines = open(lambda_reads).read().splitlines(keepends=True)
     lines[4 * 150 + 3] = "II\n"  # record 151's qualities cut short, in a batch of the second process

@@ -51,6 +51,8 @@ def test_ranges_cover_the_file_and_hold_its_records(tmp_path, size):
             got += list(zip(batch.names, batch.seqs, batch.quals))
     whole = next(reads.read_batches(str(path), 1000))
     assert got == list(zip(whole.names, whole.seqs, whole.quals))[3:]
+    last_record_end = len(text.rstrip(b"\n")) + 1
+    assert list(read_ranges.ranges(str(path), last_record_end, len(text), size)) == []  # blank lines only
 
 
 def test_a_bad_record_is_named_by_its_number_in_the_whole_input(tmp_path):
