@@ -88,6 +88,9 @@ def map_on_devices(args, specs: list[str], loading, reading, batches, bytes_read
             except RecordError as error:
                 if not in_ranges:
                     raise
+                dealing.stop()  # nothing more is mapped while the input is read again
+                for process in processes:
+                    process.stop()
                 # numbered within its byte range: named as one device names it
                 raise read_ranges.first_bad_record(args.reads[0]) or error from None
             finally:
