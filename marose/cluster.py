@@ -1,6 +1,7 @@
 """`marose map --scheduler ADDRESS`: reads mapped by the workers of a Dask cluster. The client cuts
 the input into chunks of reads (the records as read, or, when every worker sees the plain input
-file as the client does, where they lie in it), each one Dask task; a worker maps a chunk
+file as the client does, where they lie in it: after the first chunk, byte ranges of a FASTQ file
+that start at records, read_ranges.py, which the client does not read), each one Dask task; a worker maps a chunk
 with a mapping session (session.py) that it keeps open between chunks, the index resident on its
 devices, and returns the chunk's SAM records; the client writes them in input order. Dask runs
 the tasks of a worker that is lost again on another: each chunk is written once, whoever mapped
@@ -20,7 +21,8 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from .errors import MaroseError
+from . import read_ranges
+from .errors import MaroseError, RecordError
 
 CONNECT_SECONDS = 30  # for the scheduler to answer
 WORKERS_SECONDS = 60  # for a first worker to join the scheduler
@@ -32,15 +34,17 @@ BATCHES_A_CHUNK = 4  # at least, so that a worker's reading, mapping and writing
 class Chunk:
     """Consecutive reads of the input, as a task carries them to a worker: FASTQ records as read
     (fastq), or where they lie in the input file at path, for the worker to read there (places,
-    reads.piece_places), or FASTA reads as parsed (packed, a reads.PackedReads)."""
+    reads.piece_places; or the byte range `span`, whose records are numbered from 0), or FASTA
+    reads as parsed (packed, a reads.PackedReads)."""
 
     first_index: int  # reads of the input before these
-    count: int
+    count: int  # 0 for a byte range, whose reads are counted as it is read
     label: str  # the input, as errors name it
     fastq: bytes | None = None
     packed: object = None
     places: list | None = None
     path: str | None = None
+    span: tuple[int, int] | None = None  # (where, bytes)
 
     @classmethod
     def of(cls, batch, path: str | None = None) -> "Chunk":
@@ -55,19 +59,28 @@ class Chunk:
             return cls(batch.first_index, len(batch), label, places=places, path=path)
         return cls(batch.first_index, len(batch), label, fastq=b"".join(piece.text.data for piece in batch.pieces))
 
+    @classmethod
+    def of_range(cls, part, label: str) -> "Chunk":
+        """The reads of a read_ranges.ByteRange of the input file (which every worker reads as the
+        client does), label naming the input as errors name it."""
+        return cls(0, 0, label, path=part.path, span=(part.at, part.size))
+
     def batch(self):
         """The reads as a reads.ReadBatch."""
         import numpy as np
 
-        from .reads import FastqText, InputFiles, ReadBatch, batch_of_pieces
+        from .reads import FastqText, InputFiles, ReadBatch, batch_of_pieces, batch_of_range
 
-        if self.places is not None:
+        if self.places is not None or self.span is not None:
+            pieces = self.places or [(0, 0, self.label, self.span[1], self.span[0])]
             try:
                 with InputFiles() as files:
-                    texts = [files.read(self.path, at, size) for _, _, _, size, at in self.places]
+                    texts = [files.read(self.path, at, size) for _, _, _, size, at in pieces]
             except OSError as e:
                 raise MaroseError(f"{_worker_name()} cannot read {self.path} ({e.strerror}), which the workers "
                                   "read as the client did at the start") from None
+            if self.span is not None:
+                return batch_of_range(texts[0], self.label, self.span[0])
             return batch_of_pieces(self.places, texts, self.first_index)
         if self.fastq is None:
             return ReadBatch.from_packed(self.packed, self.first_index)
@@ -106,17 +119,38 @@ def map_on_cluster(args, log) -> None:
         log(f"index {index.path} ({sum(index.lengths):,} bases) on the workers of {args.scheduler}; k={k}")
         header = sam_header(list(zip(index.names, index.lengths)), args.read_group, command_line, __version__)
         in_place = _read_in_place(client, args.reads[0]) if bytes_read.verbatim else None
+        chunks, in_ranges = _chunks(first, batches, bytes_read, in_place, args.batch_size or CHUNK_READS)
         progress = Progress(log, sys.stderr if not args.quiet and sys.stderr.isatty() else None, bytes_read)
         started = time.time()
-        submitted = (client.submit(map_chunk, index.path, index.fingerprint, options, Chunk.of(batch, in_place),
+        submitted = (client.submit(map_chunk, index.path, index.fingerprint, options, chunk,
                                    key=f"marose-map-{run}-{number}", pure=False)
-                     for number, batch in enumerate(itertools.chain([first], batches)))
+                     for number, chunk in enumerate(chunks))
         with SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1) as out:
-            stats = _written(_in_order(submitted, lambda: _window(client)), out, progress)
+            try:
+                stats = _written(_in_order(submitted, lambda: _window(client)), out, progress)
+            except RecordError as error:
+                if not in_ranges:
+                    raise
+                # numbered within its byte range: named as a local run names it
+                raise read_ranges.first_bad_record(args.reads[0]) or error from None
     elapsed = time.time() - started
     summary(stats, elapsed, log)
     if args.stats:
         write_stats(args.stats, stats, elapsed, started - setup_started, [], f"Dask workers of {args.scheduler}")
+
+
+def _chunks(first, batches, bytes_read, in_place: str | None, reads_each: int) -> tuple:
+    """The chunks of the input, first (a reads.ReadBatch) then the batches; and whether those after
+    the first are byte ranges: of a plain FASTQ file that every worker reads (in_place, its path
+    there), about reads_each reads each, which the client then does not read."""
+    head = Chunk.of(first, in_place)
+    if in_place is None or first.pieces is None or first.pieces[-1].at is None:
+        return itertools.chain([head], (Chunk.of(batch, in_place) for batch in batches)), False
+    batches.close()
+    end = first.pieces[-1].at + first.pieces[-1].text.size
+    per_read = sum(piece.text.size for piece in first.pieces) / len(first)
+    parts = read_ranges.ranges(in_place, end, bytes_read.total, round(reads_each * per_read))
+    return itertools.chain([head], (Chunk.of_range(part, first.pieces[0].label) for part in parts)), True
 
 
 def _read_in_place(client, path: str) -> str | None:
@@ -266,8 +300,9 @@ def map_chunk(index_path: str, fingerprint: str, options: dict, chunk: Chunk):
         args = parser().parse_args(["map", "-q", "-"])
         args.max_errors, args.max_hits, args.xa, args.read_group = \
             options["max_errors"], options["max_hits"], options["xa"], options["read_group"]
-        size = min(default_batch_size(session.device), -(-chunk.count // BATCHES_A_CHUNK))
-        batches = rebatched(chunk.batch(), size)
+        batch = chunk.batch()
+        size = min(default_batch_size(session.device), -(-len(batch) // BATCHES_A_CHUNK))
+        batches = rebatched(batch, size)
         records = _Records(options["bam"])
         stats = map_reads(session, args, next(batches), batches, BytesRead(), lambda header: records, "",
                           lambda message: None, time.time())

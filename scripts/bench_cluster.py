@@ -19,7 +19,7 @@ Outputs are compared with the first list's (the @PG line aside).
 overhead: on the same machine and cores, `marose map -x GENOME.fa READS -o local.sam` against
 `marose map --scheduler ADDRESS ...` with --workers worker processes of one thread each (their
 sessions opened by an untimed run, as a resident cluster has them), rounds in turn; each time is
-the whole client process's. -t sets the CPU runtime's threads of the local run and of each worker
+the whole client process's, with its CPU seconds (the workers' not counted). -t sets the CPU runtime's threads of the local run and of each worker
 (default: all cores), --device their device.
 
 Prints one JSON line per measurement and a Markdown table. Needs `pip install '.[dask]'` for
@@ -35,6 +35,7 @@ import hashlib
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -55,21 +56,28 @@ def environment(**extra: str) -> dict:
 
 
 def timed(argv: list[str], output: str) -> dict:
-    """One run of `marose map` (argv, without -o and --stats): whole-process wall seconds, and
-    the reads and the mapping's seconds (--stats; setup not counted)."""
+    """One run of `marose map` (argv, without -o and --stats): whole-process wall and CPU seconds
+    (of that process, not of the workers it hands the reads to), and the reads and the mapping's
+    seconds (--stats; setup not counted)."""
     stats = output + ".json"
     for path in (output, stats):
         with contextlib.suppress(FileNotFoundError):
             os.remove(path)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _children_cpu()
     done = subprocess.run([*argv, "-q", "-o", output, "--stats", stats], env=environment(), stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True)
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, _children_cpu() - cpu
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     record = json.load(open(stats))
-    return {"wall": wall, "map_s": record["seconds"]["total"], "setup_s": record["seconds"]["setup"],
+    return {"wall": wall, "cpu": cpu, "map_s": record["seconds"]["total"], "setup_s": record["seconds"]["setup"],
             "reads": record["reads"]}
+
+
+def _children_cpu() -> float:
+    """CPU seconds of the child processes waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def sam_digest(path: str) -> str:
@@ -171,21 +179,21 @@ def overhead(args, folder: str) -> dict:
         identical = sam_digest(local_out) == sam_digest(dask_out)
         rounds = [(timed(local, local_out), timed(spread, dask_out)) for _ in range(args.repeats)]
     medians = {f"{run}_{what}": statistics.median(r[i][what] for r in rounds)
-               for i, run in enumerate(("local", "dask")) for what in ("wall", "map_s")}
+               for i, run in enumerate(("local", "dask")) for what in ("wall", "cpu", "map_s")}
     record = {"bench": "overhead", **common(args), "workers": args.workers, "threads": args.threads,
               "local": [r[0] for r in rounds], "dask": [r[1] for r in rounds], "dask_first": cold,
               "reads": cold["reads"], "identical": identical, **medians,
               "overhead": medians["dask_wall"] / medians["local_wall"]}
     print(json.dumps(record), flush=True)
-    print("\n| run | whole s | map s | reads/s (whole) | whole ÷ local | output as local |")
-    print("|---|---:|---:|---:|---:|---|")
-    print(f"| local `marose map` | {medians['local_wall']:.2f} | {medians['local_map_s']:.2f} | "
-          f"{record['reads'] / medians['local_wall']:,.0f} | | |")
-    print(f"| `--scheduler`, {args.workers} worker(s), sessions open | {medians['dask_wall']:.2f} | "
-          f"{medians['dask_map_s']:.2f} | {record['reads'] / medians['dask_wall']:,.0f} | {record['overhead']:.2f}x | "
-          f"{'yes' if identical else 'NO'} |")
-    print(f"| `--scheduler`, first run (workers open their sessions) | {cold['wall']:.2f} | {cold['map_s']:.2f} | | "
-          f"{cold['wall'] / medians['local_wall']:.2f}x | |")
+    print("\n| run | whole s | its CPU s | map s | reads/s (whole) | whole ÷ local | output as local |")
+    print("|---|---:|---:|---:|---:|---:|---|")
+    print(f"| local `marose map` | {medians['local_wall']:.2f} | {medians['local_cpu']:.2f} | "
+          f"{medians['local_map_s']:.2f} | {record['reads'] / medians['local_wall']:,.0f} | | |")
+    print(f"| `--scheduler` (the client), {args.workers} worker(s), sessions open | {medians['dask_wall']:.2f} | "
+          f"{medians['dask_cpu']:.2f} | {medians['dask_map_s']:.2f} | {record['reads'] / medians['dask_wall']:,.0f} | "
+          f"{record['overhead']:.2f}x | {'yes' if identical else 'NO'} |")
+    print(f"| `--scheduler`, first run (workers open their sessions) | {cold['wall']:.2f} | {cold['cpu']:.2f} | "
+          f"{cold['map_s']:.2f} | | {cold['wall'] / medians['local_wall']:.2f}x | |")
     return record
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from conftest import DATA, LAMBDA
-from marose import cli, cluster
+from marose import cli, cluster, read_ranges
 from marose.errors import MaroseError
 from marose.reads import read_batches, rebatched
 from test_serve import assert_same_as_alone, sam_text
@@ -64,19 +64,38 @@ def test_the_cluster_writes_the_local_output(lambda_index, scheduler, tmp_path, 
 
 @needs_dask
 def test_a_plain_file_s_chunks_go_as_where_their_reads_lie(lambda_index, scheduler, tmp_path, monkeypatch):
-    """Every worker reads the plain file as the client does: the chunks carry no text."""
+    """Every worker reads the plain file as the client does: the first chunk goes as where its
+    pieces lie, the others as byte ranges that the client does not read; none carries text."""
     plain = tmp_path / "r.fq"
     plain.write_bytes(gzip.open(READS).read())
-    made, of = [], cluster.Chunk.of
+    made, of, of_range = [], cluster.Chunk.of, cluster.Chunk.of_range
 
-    def recorded(batch, path=None):
-        made.append(of(batch, path))
-        return made[-1]
+    def recorded(make):
+        def made_by(*args):
+            made.append(make(*args))
+            return made[-1]
+        return made_by
 
-    monkeypatch.setattr(cluster.Chunk, "of", recorded)
+    monkeypatch.setattr(cluster.Chunk, "of", recorded(of))
+    monkeypatch.setattr(cluster.Chunk, "of_range", recorded(of_range))
     spread, alone = map_both(lambda_index, scheduler, tmp_path, "out.sam", str(plain), "-k", "5")
     assert_same_as_alone(spread, alone)
-    assert len(made) >= 7 and all(chunk.fastq is None and chunk.places for chunk in made)
+    assert len(made) >= 7 and all(chunk.fastq is None for chunk in made)
+    assert made[0].places and all(chunk.span and not chunk.places for chunk in made[1:])
+
+
+@needs_dask
+def test_a_bad_record_in_a_byte_range_is_named_as_a_local_run_names_it(lambda_index, scheduler, tmp_path, capsys):
+    lines = gzip.open(READS, "rt").read().splitlines(keepends=True)
+    lines[4 * 1500 + 3] = "II\n"  # record 1501's qualities cut short, in a later chunk
+    bad = tmp_path / "bad.fq"
+    bad.write_text("".join(lines))
+    messages = []
+    for command in (["-x", lambda_index], ["--scheduler", scheduler, "-x", lambda_index, "--batch-size", "300"]):
+        assert cli.main(["map", "-q", *command, str(bad), "-o", str(tmp_path / "out.sam")]) == 1
+        messages.append(capsys.readouterr().err)
+    assert "FASTQ record 1501 (line 6004)" in messages[0] and messages[1] == messages[0]
+    assert sorted(os.listdir(tmp_path)) == ["bad.fq"]
 
 
 @needs_dask
@@ -188,6 +207,12 @@ def test_a_chunk_read_where_it_lies_in_its_file(tmp_path):
     assert chunk.fastq is None and chunk.places and cluster.Chunk.of(batch).places is None
     back = chunk.batch()
     assert (back.names, back.seqs, back.quals, back.first_index) == (batch.names, batch.seqs, batch.quals, 700)
+    end = batch.pieces[-1].at + batch.pieces[-1].text.size
+    part = next(read_ranges.ranges(str(plain), end, plain.stat().st_size, 100_000))
+    ranged = cluster.Chunk.of_range(part, "r.fq").batch()  # numbered from 0 within the range
+    rest = next(read_batches(str(plain), 1400 + len(ranged)))
+    assert (ranged.names, ranged.seqs, ranged.first_index) == (rest.names[1400:], rest.seqs[1400:], 0)
     plain.unlink()
-    with pytest.raises(MaroseError, match="cannot read"):
-        chunk.batch()
+    for lost in (chunk, cluster.Chunk.of_range(part, "r.fq")):
+        with pytest.raises(MaroseError, match="cannot read"):
+            lost.batch()
