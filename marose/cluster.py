@@ -144,12 +144,10 @@ def _chunks(first, batches, bytes_read, in_place: str | None, reads_each: int) -
     the first are byte ranges: of a plain FASTQ file that every worker reads (in_place, its path
     there), about reads_each reads each, which the client then does not read."""
     head = Chunk.of(first, in_place)
-    if in_place is None or first.pieces is None or first.pieces[-1].at is None:
+    parts = read_ranges.after(first, in_place, bytes_read.total, reads_each) if in_place else None
+    if parts is None:
         return itertools.chain([head], (Chunk.of(batch, in_place) for batch in batches)), False
     batches.close()
-    end = first.pieces[-1].at + first.pieces[-1].text.size
-    per_read = sum(piece.text.size for piece in first.pieces) / len(first)
-    parts = read_ranges.ranges(in_place, end, bytes_read.total, round(reads_each * per_read))
     return itertools.chain([head], (Chunk.of_range(part, first.pieces[0].label) for part in parts)), True
 
 

@@ -131,12 +131,12 @@ def _later_batches(args, layout, first, batches, bytes_read, reads_each: int) ->
     """The batches after the first, and whether they are byte ranges: of a plain FASTQ file of
     single reads, about reads_each reads each (read_ranges), for the processes to read themselves;
     else the batches as read."""
-    if layout.unit != "reads" or not bytes_read.verbatim or first.pieces is None or first.pieces[-1].at is None:
+    parts = read_ranges.after(first, args.reads[0], bytes_read.total, reads_each) \
+        if layout.unit == "reads" and bytes_read.verbatim else None
+    if parts is None:
         return batches, False
     batches.close()
-    end = first.pieces[-1].at + first.pieces[-1].text.size
-    per_read = sum(piece.text.size for piece in first.pieces) / len(first)
-    return read_ranges.ranges(args.reads[0], end, bytes_read.total, round(reads_each * per_read)), True
+    return parts, True
 
 
 def _worker_args(args, first: bool):

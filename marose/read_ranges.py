@@ -42,6 +42,17 @@ def ranges(path: str, start: int, end: int, size: int) -> Iterator[ByteRange]:
             at = cut
 
 
+def after(first, path: str, end: int, reads_each: int) -> Iterator[ByteRange] | None:
+    """The ranges of the file at path (end bytes) after the batch first (reads.ReadBatch), about
+    reads_each reads each by the bytes of first's reads; None when first is not FASTQ text that
+    lies as it is in the file (FASTA, or a last record rebuilt at the end of the input)."""
+    if first.pieces is None or first.pieces[-1].at is None:
+        return None
+    start = first.pieces[-1].at + first.pieces[-1].text.size
+    per_read = sum(piece.text.size for piece in first.pieces) / len(first)
+    return ranges(path, start, end, round(reads_each * per_read))
+
+
 def record_start(files: InputFiles, path: str, offset: int, end: int) -> int:
     """Where the first record at or after offset starts (end when none does)."""
     if offset <= 0:
