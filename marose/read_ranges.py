@@ -1,9 +1,8 @@
 """A plain FASTQ file cut into byte ranges that start at records, for the device processes of a map
 on several devices, or the workers of a Dask cluster, to read and parse themselves: the main
 process (the client) finds where each range ends by reading a few kilobytes there, instead of
-reading and splitting every byte of the input (on four
-H200s it took 0.15 s to deal 1,000,000 reads of 100 bp so, and takes 0.001 s to deal their ranges:
-scripts/probes/processes_timeline.py).
+reading and splitting every byte of the input (on four H200s it took 0.15 s to deal 1,000,000
+reads of 100 bp so, and takes 0.001 s to deal their ranges: scripts/probes/processes_timeline.py).
 
 A line starts a record when it starts with '@' and the line two after it with '+': a quality line
 that starts with '@' has a sequence line two after it, and a sequence never starts with '+'. A range
