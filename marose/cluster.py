@@ -1,9 +1,9 @@
 """`marose map --scheduler ADDRESS`: reads mapped by the workers of a Dask cluster. The client cuts
 the input into chunks of reads (the records as read, or, when every worker sees the plain input
 file as the client does, where they lie in it: after the first chunk, byte ranges of a FASTQ file
-that start at records, read_ranges.py, which the client does not read), each one Dask task; a worker maps a chunk
-with a mapping session (session.py) that it keeps open between chunks, the index resident on its
-devices, and returns the chunk's SAM records; the client writes them in input order. Dask runs
+that start at records, read_ranges.py, which the client does not read), each one Dask task; a
+worker maps a chunk with a mapping session (session.py) that it keeps open between chunks, the
+index resident on its devices, and returns the chunk's SAM records; the client writes them in input order. Dask runs
 the tasks of a worker that is lost again on another: each chunk is written once, whoever mapped
 it. Needs the `dask` extra (`pip install 'marose[dask]'`)."""
 
@@ -69,23 +69,28 @@ class Chunk:
         """The reads as a reads.ReadBatch."""
         import numpy as np
 
-        from .reads import FastqText, InputFiles, ReadBatch, batch_of_pieces, batch_of_range
+        from .reads import FastqText, ReadBatch, batch_of_pieces, batch_of_range
 
-        if self.places is not None or self.span is not None:
-            pieces = self.places or [(0, 0, self.label, self.span[1], self.span[0])]
-            try:
-                with InputFiles() as files:
-                    texts = [files.read(self.path, at, size) for _, _, _, size, at in pieces]
-            except OSError as e:
-                raise MaroseError(f"{_worker_name()} cannot read {self.path} ({e.strerror}), which the workers "
-                                  "read as the client did at the start") from None
-            if self.span is not None:
-                return batch_of_range(texts[0], self.label, self.span[0])
+        if self.span is not None:
+            return batch_of_range(self._texts([self.span])[0], self.label, self.span[0])
+        if self.places is not None:
+            texts = self._texts([(at, size) for *_, size, at in self.places])
             return batch_of_pieces(self.places, texts, self.first_index)
         if self.fastq is None:
             return ReadBatch.from_packed(self.packed, self.first_index)
         text = FastqText(np.frombuffer(self.fastq, np.uint8), self.count, self.first_index, self.label)
         return ReadBatch.from_fastq([text], self.first_index)
+
+    def _texts(self, where: list[tuple[int, int]]) -> list[bytes]:
+        """The bytes of the input file at each (offset, size)."""
+        from .reads import InputFiles
+
+        try:
+            with InputFiles() as files:
+                return [files.read(self.path, at, size) for at, size in where]
+        except OSError as e:
+            raise MaroseError(f"{_worker_name()} cannot read {self.path} ({e.strerror}), which the workers "
+                              "read as the client did at the start") from None
 
 
 def map_on_cluster(args, log) -> None:

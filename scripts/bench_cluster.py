@@ -19,8 +19,8 @@ Outputs are compared with the first list's (the @PG line aside).
 overhead: on the same machine and cores, `marose map -x GENOME.fa READS -o local.sam` against
 `marose map --scheduler ADDRESS ...` with --workers worker processes of one thread each (their
 sessions opened by an untimed run, as a resident cluster has them), rounds in turn; each time is
-the whole client process's, with its CPU seconds (the workers' not counted). -t sets the CPU runtime's threads of the local run and of each worker
-(default: all cores), --device their device.
+the whole client process's, with its CPU seconds (the workers' not counted). -t sets the CPU
+runtime's threads of the local run and of each worker (default: all cores), --device their device.
 
 Prints one JSON line per measurement and a Markdown table. Needs `pip install '.[dask]'` for
 --dask and overhead.
