@@ -1,5 +1,5 @@
 """Byte ranges of a plain FASTQ file that start at records (marose/read_ranges.py), checked against
-where the records really start, and a map on two devices that reads them."""
+where the records really start (maps that read them: test_many_devices.py, test_cluster.py)."""
 
 import numpy as np
 import pytest
