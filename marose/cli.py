@@ -322,17 +322,17 @@ def _in_background(function, *args) -> Future:
 
 
 def write_stats(path: str, stats, elapsed: float, setup: float, devices: list, where: str | None = None,
-                kernel_seconds: dict | None = None) -> None:
+                kernel_seconds: list[dict] = ()) -> None:
     """Counts and seconds as JSON: total is the mapping (kernels are built, or taken from the
     cache, at first use within it), setup what came before it (imports, index load, devices,
-    index upload); kernel seconds summed over the devices and those given. where: what mapped,
-    when not devices of this process (their names)."""
+    index upload); kernel seconds summed over the devices and the dicts given (of other
+    processes' devices). where: what mapped, when not devices of this process (their names)."""
     import json
 
-    kernel_seconds = dict(kernel_seconds or {})
-    for device in devices:
-        for name, seconds in device.collect_profile().items():
-            kernel_seconds[name] = kernel_seconds.get(name, 0.0) + seconds
+    summed: dict[str, float] = {}
+    for profile in [*kernel_seconds, *(device.collect_profile() for device in devices)]:
+        for name, seconds in profile.items():
+            summed[name] = summed.get(name, 0.0) + seconds
     record = {"reads": stats.reads, "mapped": stats.mapped, "unique": stats.unique, "loci": stats.loci,
               "candidates": stats.candidates, "prefiltered": stats.prefiltered, "aligned": stats.aligned,
               "lookups": stats.lookups,
@@ -340,7 +340,7 @@ def write_stats(path: str, stats, elapsed: float, setup: float, devices: list, w
               "cells": stats.cells,
               "too_short": stats.too_short, "too_many_n": stats.too_many_n,
               "seconds": {"total": elapsed, "setup": setup, **stats.seconds}, "cpu_seconds": stats.cpu_seconds,
-              "kernel_seconds": kernel_seconds,
+              "kernel_seconds": summed,
               "device": where or ", ".join(device.device.name.strip() for device in devices)}
     with open(path, "w") as handle:
         json.dump(record, handle, indent=1)

@@ -3,9 +3,9 @@ the input into chunks of reads (the records as read, or, when every worker sees 
 file as the client does, where they lie in it: after the first chunk, byte ranges of a FASTQ file
 that start at records, read_ranges.py, which the client does not read), each one Dask task; a
 worker maps a chunk with a mapping session (session.py) that it keeps open between chunks, the
-index resident on its devices, and returns the chunk's SAM records; the client writes them in input order. Dask runs
-the tasks of a worker that is lost again on another: each chunk is written once, whoever mapped
-it. Needs the `dask` extra (`pip install 'marose[dask]'`)."""
+index resident on its devices, and returns the chunk's SAM records; the client writes them in
+input order. Dask runs the tasks of a worker that is lost again on another: each chunk is written
+once, whoever mapped it. Needs the `dask` extra (`pip install 'marose[dask]'`)."""
 
 from __future__ import annotations
 

@@ -5,10 +5,10 @@ them to the device processes in turn; each maps its batches with a session of it
 (session.map_reads) and hands back each batch's records in batch order. A batch of a plain input
 file goes as where it lies there, for its process to read (after the first, single reads of a
 plain FASTQ file go as byte ranges that start at records, read_ranges.py, so that the main process
-does not read them at all); other input (gzip, stdin) goes through a pipe. Into a regular SAM file the device processes write their records themselves, each batch at
-the offset the main process gives it once the batches before it have told their sizes; BAM records
-(compressed in the main process, as one stream) and SAM for stdout, a device or a pipe come back
-through a pipe. Pairs: every process learns the insert size from the same first pairs, sent to
+does not read them at all); other input (gzip, stdin) goes through a pipe. Into a regular SAM
+file the device processes write their records themselves, each batch at the offset the main
+process gives it once the batches before it have told their sizes; BAM records (compressed in the
+main process, as one stream) and SAM for stdout, a device or a pipe come back through a pipe. Pairs: every process learns the insert size from the same first pairs, sent to
 each. The output is the one a single device writes."""
 
 from __future__ import annotations
@@ -106,8 +106,8 @@ def map_on_devices(args, specs: list[str], loading, reading, batches, bytes_read
     summary(stats, elapsed, log)
     layout.report(elapsed, log)
     if args.stats:
-        write_stats(args.stats, stats, elapsed, started - setup_started, [], ", ".join(name for _, name, *_ in described),
-                    kernel_seconds)
+        write_stats(args.stats, stats, elapsed, started - setup_started, [],
+                    ", ".join(name for _, name, *_ in described), kernel_seconds)
 
 
 def _learning_batches(layout, first, batches, log) -> list:
@@ -156,8 +156,8 @@ def _worker_args(args, first: bool):
 def _written(processes: list, out, progress) -> tuple:
     """Writes the records of each batch in turn into out (or has its process write them into
     out's file at their place), counting the reads (or pairs) they were of; the counts of every
-    process summed (mapper.Stats), their kernel seconds and their pairs' counts (pairs.PairCounts,
-    of each mapping lane)."""
+    process summed (mapper.Stats), the kernel seconds of each and their pairs' counts
+    (pairs.PairCounts, of each mapping lane)."""
     from .mapper import Stats
 
     shared = out.shared()
@@ -184,11 +184,10 @@ def _written(processes: list, out, progress) -> tuple:
             if message[0] != "done":
                 raise MaroseError(f"device {process.spec} sent records for a batch that was not dealt to it")
             done[number] = message[1:]
-    stats, kernel_seconds, pair_counts = Stats(), {}, []
+    stats, kernel_seconds, pair_counts = Stats(), [], []
     for part, seconds, counts in done.values():
         stats.add(part)
-        for name, value in seconds.items():
-            kernel_seconds[name] = kernel_seconds.get(name, 0.0) + value
+        kernel_seconds.append(seconds)
         pair_counts.extend(counts)
     stats.list_lengths_once()  # each process lists the lengths it saw
     return stats, kernel_seconds, pair_counts
