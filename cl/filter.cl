@@ -58,12 +58,12 @@ inline seed_hash_t seed_hash(uint seed, __global const uint *hash_seed, __global
     return h;
 }
 
-/* Calls VISIT(k, ARG) for every neighborhood within E substitutions of key (each substitution
- * xors a base with 1, 2 or 3). */
-#define FOR_EACH_NEIGHBOR_KEY(key, VISIT, ARG)                                              \
+/* Calls VISIT(k, ARG) for key and, when wide, every other neighborhood within E substitutions
+ * of it (each substitution xors a base with 1, 2 or 3). */
+#define FOR_EACH_NEIGHBOR_KEY(key, wide, VISIT, ARG)                                        \
     do {                                                                                    \
         VISIT(key, ARG);                                                                    \
-        for (uint i1 = 0; E >= 1 && i1 < ln; ++i1)                                          \
+        for (uint i1 = 0; E >= 1 && (wide) && i1 < ln; ++i1)                                \
             for (uint c1 = 1; c1 < 4u; ++c1) {                                              \
                 uint k1 = (key) ^ (c1 << (2u * i1));                                        \
                 VISIT(k1, ARG);                                                             \
@@ -105,14 +105,14 @@ inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __
     }
 }
 
-/* Calls VISIT(range) for the position range of every neighborhood of pattern p, LOOKUP_BATCH
- * lookups at a time. */
-#define FOR_EACH_NEIGHBOR(p, VISIT)                                                         \
+/* Calls VISIT(range) for the position range of pattern p's key and, when wide, of every other
+ * neighborhood of it, LOOKUP_BATCH lookups at a time. */
+#define FOR_EACH_NEIGHBOR(p, wide, VISIT)                                                   \
     do {                                                                                    \
         seed_hash_t h_ = seed_hash(p.seed - seed_lo, hash_seed, vertex_offset);             \
         uint keys_[LOOKUP_BATCH] = {0}, n_ = 0;                                             \
         uint2 found_[LOOKUP_BATCH];                                                         \
-        FOR_EACH_NEIGHBOR_KEY(p.key, QUEUE_KEY_, VISIT);                                    \
+        FOR_EACH_NEIGHBOR_KEY(p.key, wide, QUEUE_KEY_, VISIT);                              \
         FLUSH_KEYS_(VISIT);                                                                 \
     } while (0)
 #define QUEUE_KEY_(k, VISIT)                                                                \
@@ -129,6 +129,19 @@ inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __
         n_ = 0;                                                                             \
     } while (0)
 
+/* Whether pattern t of a row (its slots from first, np of them; read offset o) looks up its
+ * neighborhoods: in a row whose patterns may be exact (exact_apart: placed, or a fixed layout
+ * that allows it), only one followed by a pattern less than a pattern's width apart
+ * (marose/placement.py, looks_up_neighbors). */
+inline bool looks_up_neighbors(__global const uint *pattern_offset, uint first, uint t, uint np, uint o,
+                               uint width, uchar exact_apart)
+{
+    if (!exact_apart)
+        return true;
+    uint next = t + 1u < np ? pattern_offset[first + t + 1u] : NO_PATTERN;
+    return next != NO_PATTERN && next - o < width;
+}
+
 /* Row r's patterns are numbered from pattern_base[r] to pattern_base[r + 1], pattern P at read
  * offset pattern_offset[P] (cl/placement.cl writes them; NO_PATTERN for a slot left empty);
  * pattern P's non-empty position ranges, the first saved_max of them, go to
@@ -137,7 +150,8 @@ inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void filter_count(PATTERN_ARGS, uint saved_max, __global const uchar *reads, __global const uint *read_offset,
                   __global const uint *pattern_offset, SEGMENT_TABLES, __global const uint *row_list,
-                  __global const uint *pattern_base, __global uint *item_count, __global uint *read_count,
+                  __global const uint *pattern_base, __global const uchar *exact_apart,
+                  __global uint *item_count, __global uint *read_count,
                   __global uint2 *saved, __global uint *n_found)
 {
     __local uint sum[WG];
@@ -161,8 +175,9 @@ void filter_count(PATTERN_ARGS, uint saved_max, __global const uchar *reads, __g
         pattern_t p = make_pattern(read, o == NO_PATTERN ? 0u : o, span, ln, seed_mask);
         found_here = 0;
         saved_here = saved + saved_max * (first + t);
+        bool wide = looks_up_neighbors(pattern_offset, first, t, np, o, span + ln, exact_apart[r]);
         if (o != NO_PATTERN && p.ok && p.seed - seed_lo < n_seeds) /* the other seeds are other segments' */
-            FOR_EACH_NEIGHBOR(p, COUNT);
+            FOR_EACH_NEIGHBOR(p, wide, COUNT);
         n_found[first + t] = found_here;
     }
 #undef COUNT
@@ -188,7 +203,7 @@ inline uint read_start(uint q, uint o, __global const uint *contig_start, uint n
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void filter_emit(PATTERN_ARGS, uint saved_max, uint key_bits, __global const uchar *reads,
                  __global const uint *read_offset, __global const uint *pattern_offset, SEGMENT_TABLES,
-                 __global const uint *pattern_base, __global const uint2 *saved,
+                 __global const uint *pattern_base, __global const uchar *exact_apart, __global const uint2 *saved,
                  __global const uint *n_found, __global const uint *positions, __global const uint *contig_start, uint n_contigs,
                  __global const uint *item_count, __global const uint *out_offset,
                  __global uint *candidates, __global uint *out_count, __global uint *big_ranges,
@@ -237,7 +252,8 @@ void filter_emit(PATTERN_ARGS, uint saved_max, uint key_bits, __global const uch
                 EMIT(saved[saved_max * pattern + j]);
         } else {
             pattern_t p = make_pattern(read, o, span, ln, seed_mask);
-            FOR_EACH_NEIGHBOR(p, EMIT);
+            bool wide = looks_up_neighbors(pattern_offset, first, t, np, o, span + ln, exact_apart[r]);
+            FOR_EACH_NEIGHBOR(p, wide, EMIT);
         }
     }
 #undef EMIT

@@ -44,7 +44,7 @@ void pattern_costs(PATTERN_ARGS, __global const uchar *reads, __global const uin
             uint total = 0;
 #define ADD_POSITIONS(range) total = min(total + min((range).y - (range).x, (uint)COST_CAP), (uint)COST_CAP)
             if (p.ok && p.seed - seed_lo < n_seeds)
-                FOR_EACH_NEIGHBOR(p, ADD_POSITIONS);
+                FOR_EACH_NEIGHBOR(p, true, ADD_POSITIONS);
 #undef ADD_POSITIONS
             if (!p.ok || p.seed - seed_lo < n_seeds)
                 out[o] = total;
@@ -141,13 +141,15 @@ inline void place_row(__local const uint *c, __local uint *f, uint n_offsets, ui
 
 /* A work-group per row of row_list: row r takes n_placed[r] patterns with at most short_gaps[r]
  * gaps below width, from its costs at cost_base[r], in offsets[pattern_base[r], + n_placed[r]),
- * and NO_PATTERN in its other slots up to pattern_base[r + 1]; scratch holds
+ * and NO_PATTERN in its other slots up to pattern_base[r + 1]; its patterns may then be exact
+ * (exact_apart[r] = 1: looks_up_neighbors in cl/filter.cl); scratch holds
  * (n (x + 1) + 1) (len - width + 1) uints. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void place_patterns(uint width, uint min_gap, __global const uint *row_list, __global const uint *read_length,
                     __global const uint *n_placed, __global const uint *short_gaps,
                     __global const uint *cost_base, __global const uint *cost,
-                    __global const uint *pattern_base, __global uint *offsets, __local uint *scratch)
+                    __global const uint *pattern_base, __global uint *offsets, __global uchar *exact_apart,
+                    __local uint *scratch)
 {
     uint r = row_list[get_group_id(0)], lid = get_local_id(0);
     uint n = n_placed[r], np = pattern_base[r + 1] - pattern_base[r];
@@ -158,6 +160,8 @@ void place_patterns(uint width, uint min_gap, __global const uint *row_list, __g
     for (uint t = n + lid; t < np; t += WG)
         out[t] = NO_PATTERN;
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid == 0u)
+    if (lid == 0u) {
         place_row(scratch, scratch + n_offsets, n_offsets, n, short_gaps[r], width, min_gap, out);
+        exact_apart[r] = 1;
+    }
 }

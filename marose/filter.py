@@ -14,10 +14,11 @@ from .device import PLAIN, Device, groups
 from .device_reads import PackedOnDevice
 from .dna import N_CODE, complement
 from .lookup import DeviceSegment
-from .placement import COST_CAP, SEED_SHARE, Placement, min_gap, worth_placing, worth_ranking_neighborhoods
+from .placement import (COST_CAP, SEED_SHARE, Placement, looks_up_neighbors, min_gap, worth_placing,
+                        worth_ranking_neighborhoods)
 from .regions import leading_entries, region_offsets
 from .row_sort import TILE, sort_long_rows
-from .sensitivity import neighborhood_size
+from .sensitivity import neighborhood_size, pattern_offsets
 
 PROGRAM = ("murmur3.cl", "phf.cl", "search.cl", "scan.cl", "sort.cl", "filter.cl", "placement.cl")
 GPU_WORK_GROUP = 64
@@ -93,15 +94,19 @@ class Strands:
 class Layout:
     """Where each row's patterns go: a placed row (n_placed > 0) takes n_placed patterns at the
     least-cost offsets with at most short_gaps gaps below the pattern width (placement.py), the
-    other rows patterns at 0, step, 2 step, ..., length - width."""
+    other rows patterns at 0, step, 2 step, ..., length - width. The patterns of a placed row, and
+    of a fixed row marked exact_apart (placement.fixed_layout_is_exact_apart), look up their
+    neighborhoods only where placement.looks_up_neighbors says so, and are exact elsewhere."""
 
     step: np.ndarray  # uint32 per row
     n_placed: np.ndarray  # uint32 per row
     short_gaps: np.ndarray  # uint32 per row
+    exact_apart: np.ndarray  # bool per row
 
     @classmethod
     def fixed(cls, n_rows: int, step: int = 1) -> "Layout":
-        return cls(np.full(n_rows, step, np.uint32), np.zeros(n_rows, np.uint32), np.zeros(n_rows, np.uint32))
+        return cls(np.full(n_rows, step, np.uint32), np.zeros(n_rows, np.uint32), np.zeros(n_rows, np.uint32),
+                   np.zeros(n_rows, bool))
 
     def place(self, rows: np.ndarray, rule: Placement) -> None:
         """The rows (a mask) placed by the rule."""
@@ -207,17 +212,36 @@ class Filter:
         if np.any(reads.placeable):
             found = sum(c.read_counts(self.device) for c in counts.values())
             placed = np.flatnonzero(reads.placeable & worth_placing(found, reads.lengths, self.width))
+        lookups = self.fixed_lookups(reads, layout)
         if placed.size:
             rows = self.device.to_device(placed.astype(np.uint32))
             whole = worth_ranking_neighborhoods(found[placed], reads.lengths[placed], self.width, self.neighborhood)
             self.place(reads, layout, rows, placed, whole, segments())
+            placed_offsets = self.offsets(reads)
+            lookups += self.pattern_lookups([placed_offsets[r] for r in placed], True)
         emitted = {}
         for seg in segments():  # counted again where placed, and emitted, in one walk
             counted = counts[id(seg.segment)]
             if placed.size:
                 self.count(seg, reads, rows, placed.size, counted)
             emitted[id(seg.segment)] = self.emit(seg, reads, counted)
-        return Filtered(reads, [emitted[key] for key in counts], placed)
+        return Filtered(reads, [emitted[key] for key in counts], placed, lookups)
+
+    def pattern_lookups(self, row_offsets: Iterable[np.ndarray], exact_apart: bool) -> int:
+        """Lookups of rows' patterns at these offsets (filter_count's; its emit's are the same)."""
+        if not exact_apart:
+            return sum(len(offsets) for offsets in row_offsets) * self.neighborhood
+        wide = sum(int(looks_up_neighbors(offsets, self.width).sum()) for offsets in row_offsets)
+        return sum(len(offsets) for offsets in row_offsets) + (self.neighborhood - 1) * wide
+
+    def fixed_lookups(self, reads: "FilterReads", layout: Layout) -> int:
+        """Lookups of every active row's patterns in the fixed layout."""
+        usable = reads.lengths >= self.width
+        shapes, counts = np.unique(np.stack([reads.lengths, layout.step, layout.exact_apart])[:, usable], axis=1,
+                                   return_counts=True)
+        return sum(int(n) * self.pattern_lookups([np.array(pattern_offsets(int(length), self.width, int(step)))],
+                                                 bool(exact))
+                   for (length, step, exact), n in zip(shapes.T, counts))
 
     def upload(self, strands: Strands, layout: Layout, active: np.ndarray | None = None) -> "FilterReads":
         """The rows on the device, each with the fixed layout's patterns; inactive rows get none."""
@@ -229,7 +253,8 @@ class Filter:
         pattern_base = region_offsets((np.maximum(lengths, self.width) - self.width + steps - 1) // steps + usable)
         reads = FilterReads((strands.rows_on(d), strands.offsets_on(d), d.empty(4 * int(pattern_base[-1]))),
                             d.to_device(pattern_base), pattern_base, lengths, d.to_device(lengths.astype(np.uint32)),
-                            usable & (layout.n_placed > 0), d.to_device(np.arange(strands.n, dtype=np.uint32)))
+                            usable & (layout.n_placed > 0), d.to_device(np.arange(strands.n, dtype=np.uint32)),
+                            d.to_device(np.asarray(layout.exact_apart, np.uint8)))
         if strands.n:
             d.launch(self.fixed_kernel, groups(strands.n, 64), None, np.uint32(self.width), reads.lengths_buffer,
                      d.to_device(np.asarray(layout.step, np.uint32)), reads.pattern_base, np.uint32(strands.n),
@@ -263,7 +288,7 @@ class Filter:
         rules = [d.to_device(np.asarray(a, np.uint32)) for a in (layout.n_placed, layout.short_gaps)]
         d.launch(self.place_kernel, (placed.size * self.wg,), (self.wg,), np.uint32(self.width),
                  np.uint32(self.min_gap), rows, reads.lengths_buffer, *rules, cost_base_buffer, cost,
-                 reads.pattern_base, reads.buffers[2], d.cl.LocalMemory(4 * int(scratch.max())))
+                 reads.pattern_base, reads.buffers[2], reads.exact_apart, d.cl.LocalMemory(4 * int(scratch.max())))
 
     def offsets(self, reads_on_device: "FilterReads") -> list[np.ndarray]:
         """Each row's pattern offsets, as place_patterns wrote them (its empty slots left out)."""
@@ -282,7 +307,8 @@ class Filter:
                           d.empty(8 * self.saved * n_patterns), d.empty(4 * n_patterns), n)
         if n_rows:
             d.launch(self.count_kernel, (n_rows * self.wg,), (self.wg,), *self.shape, np.uint32(self.saved),
-                     *reads.buffers, *seg.tables, rows, reads.pattern_base, into.item_count, into.read_count,
+                     *reads.buffers, *seg.tables, rows, reads.pattern_base, reads.exact_apart, into.item_count,
+                     into.read_count,
                      into.saved, into.n_found)
         return into
 
@@ -304,7 +330,8 @@ class Filter:
         most_big = int(counts[counts > self.capacity].sum()) // (wg + 1)  # long ranges there can be
         big_ranges, listed = d.empty(16 * most_big), d.zeros(4)
         d.launch(self.emit_kernel, global_size, (wg,), *self.shape, np.uint32(self.saved), np.uint32(self.key_bits),
-                 *reads.buffers, *seg.tables, reads.pattern_base, saved, n_found, seg.positions, self.contig_start,
+                 *reads.buffers, *seg.tables, reads.pattern_base, reads.exact_apart, saved, n_found, seg.positions,
+                 self.contig_start,
                  self.n_contigs, item_count, offsets_on_device, candidates, out_count, big_ranges, listed)
         # launched when there is nothing to expand too, so that every filter check builds it
         d.launch(self.expand_kernel, (max(1, most_big) * wg,), (wg,), big_ranges, listed, seg.positions,
@@ -346,6 +373,7 @@ class FilterReads:
     lengths_buffer: object
     placeable: np.ndarray  # bool per row: the layout allows placing its patterns
     all_rows: object  # uint32 0, 1, ..., n - 1: a row list of every row
+    exact_apart: object  # uint8 per row: Layout.exact_apart, and 1 for rows placed
 
     @property
     def n_patterns(self) -> int:
@@ -375,6 +403,7 @@ class Filtered:
     reads: FilterReads
     found: list  # DeviceCandidates per segment
     placed: np.ndarray  # row numbers, int64
+    lookups: int  # of the rows' patterns, in the fixed layout and where placed
 
 
 @dataclass

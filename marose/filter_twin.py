@@ -1,6 +1,7 @@
 """The seed-and-filter kernels' numpy twin: each row's pattern offsets (fixed, or placed by
 placement.py from the pattern costs), and a read's candidates by the definition, every pattern,
-every neighbor within e substitutions, every position, clamped to its contig."""
+every neighbor within e substitutions (or its own key alone, where placement.looks_up_neighbors
+leaves it exact), every position, clamped to its contig."""
 
 from __future__ import annotations
 
@@ -86,9 +87,10 @@ def ranking_costs(segments: Sequence[Segment], params: IndexParams, reads: np.nd
 
 
 def neighborhood_counts(segments: Sequence[Segment], params: IndexParams, reads: np.ndarray, e: int,
-                        offsets: np.ndarray) -> np.ndarray:
+                        offsets: np.ndarray, wide: np.ndarray | None = None) -> np.ndarray:
     """Positions the patterns at offsets (one row of them per read, reads of one length) find
-    with every neighborhood within e: what the filter emits for each, before de-duplication."""
+    with every neighborhood within e (with their own key alone where wide, of offsets' shape, is
+    False): what the filter emits for each, before de-duplication."""
     count = np.zeros(offsets.shape, np.int64)
     seed = np.empty(offsets.shape, np.int64)
     key = np.empty(offsets.shape, np.int64)
@@ -98,18 +100,27 @@ def neighborhood_counts(segments: Sequence[Segment], params: IndexParams, reads:
     for change in neighbors(0, params.ln, e):
         for seg in segments:
             begin, end = query.slot_ranges(seg, seed.ravel(), (key ^ change).ravel().astype(np.uint32))
-            count += (end - begin).reshape(count.shape)
+            looked_up = 1 if change == 0 or wide is None else wide  # the key itself, or its neighbors where wide
+            count += looked_up * (end - begin).reshape(count.shape)
     return np.where(ok, count, 0)
 
 
 def layout_offsets(segments: Sequence[Segment], params: IndexParams, strands: Strands, e: int, layout: Layout,
                    active: np.ndarray | None = None) -> list[np.ndarray]:
+    """Each row's pattern offsets as Filter.candidates leaves them (layout_patterns)."""
+    return layout_patterns(segments, params, strands, e, layout, active)[0]
+
+
+def layout_patterns(segments: Sequence[Segment], params: IndexParams, strands: Strands, e: int, layout: Layout,
+                    active: np.ndarray | None = None) -> tuple[list[np.ndarray], np.ndarray]:
     """Each row's pattern offsets as Filter.candidates leaves them (inactive rows have none): the
     fixed layout's, or placed ones for a row the layout allows to place whose fixed patterns
-    find more positions than it has offsets. Rows of one length and step are looked up together."""
+    find more positions than it has offsets; and whether each row's patterns may be exact
+    (layout.exact_apart, or placed). Rows of one length and step are looked up together."""
     lengths = [int(strands.lengths[r]) if active is None or active[r] else 0 for r in range(strands.n)]
     found = [np.array(pattern_offsets(length, params.width, int(step)), np.int64)
              for length, step in zip(lengths, layout.step)]
+    exact_apart = np.asarray(layout.exact_apart, bool).copy()
     placeable = [r for r in range(strands.n) if lengths[r] >= params.width and layout.n_placed[r] > 0]
     by_shape = itertools.groupby(sorted(placeable, key=lambda r: (lengths[r], int(layout.step[r]))),
                                  key=lambda r: (lengths[r], int(layout.step[r])))
@@ -117,14 +128,16 @@ def layout_offsets(segments: Sequence[Segment], params: IndexParams, strands: St
         rows = np.array(list(group))
         reads = strands.codes[rows, :length]
         fixed = np.tile(found[rows[0]], (rows.size, 1))
-        positions = neighborhood_counts(segments, params, reads, e, fixed).sum(axis=1)
+        wide = np.where(exact_apart[rows, None], placement.looks_up_neighbors(fixed, params.width), True)
+        positions = neighborhood_counts(segments, params, reads, e, fixed, wide).sum(axis=1)
         worth = placement.worth_placing(positions, length, params.width)
         costs = ranking_costs(segments, params, reads[worth], e, positions[worth])
         for r, row_costs in zip(rows[worth], costs):
             rule = placement.Placement(int(layout.n_placed[r]), int(layout.short_gaps[r]),
                                        placement.min_gap(params.mask, params.ln, e), params.width)
             found[r] = placement.choose_offsets(row_costs[None], rule)[0]
-    return found
+            exact_apart[r] = True
+    return found, exact_apart
 
 
 def fixed_offsets(strands: Strands, width: int, step: int) -> list[np.ndarray]:
@@ -132,25 +145,30 @@ def fixed_offsets(strands: Strands, width: int, step: int) -> list[np.ndarray]:
     return [np.array(pattern_offsets(int(length), width, step), np.int64) for length in strands.lengths]
 
 
-def patterns(params: IndexParams, strands: Strands, e: int, row_offsets: Sequence) -> Iterator[tuple]:
+def patterns(params: IndexParams, strands: Strands, e: int, row_offsets: Sequence,
+             exact_apart: np.ndarray | None = None) -> Iterator[tuple]:
     """(row, read offset, seed, neighborhood keys) of every pattern of the rows (at row_offsets[row])
-    with no N in its seed."""
+    with no N in its seed; a row marked in exact_apart looks up its neighborhoods only where
+    placement.looks_up_neighbors says so."""
     for r in range(strands.n):
         offsets = row_offsets[r]
         if len(offsets) == 0:
             continue
         read = strands.codes[r, : strands.lengths[r]]
         seed, key, ok = _seeds_and_keys(params, read, offsets)
-        for o, s, k, good in zip(offsets, seed, key, ok):
+        wide = (placement.looks_up_neighbors(offsets, params.width) if exact_apart is not None and exact_apart[r]
+                else np.ones(len(offsets), bool))
+        for o, s, k, good, w in zip(offsets, seed, key, ok, wide):
             if good:
-                yield r, int(o), int(s), np.array(neighbors(int(k), params.ln, e), dtype=np.uint32)
+                yield r, int(o), int(s), np.array(neighbors(int(k), params.ln, e if w else 0), dtype=np.uint32)
 
 
 def reference_filter(segments: Sequence[Segment], params: IndexParams, strands: Strands, e: int,
-                     row_offsets: Sequence, offsets: np.ndarray) -> Candidates:
+                     row_offsets: Sequence, offsets: np.ndarray, exact_apart: np.ndarray | None = None) -> Candidates:
     """The candidates of every row (host rows in strands.codes) from its patterns at
-    row_offsets[row], sorted and unique; offsets: the contig starts."""
-    found = list(patterns(params, strands, e, row_offsets))
+    row_offsets[row] (exact where exact_apart allows, see patterns), sorted and unique; offsets:
+    the contig starts."""
+    found = list(patterns(params, strands, e, row_offsets, exact_apart))
     if not found:
         return unique_candidates(np.zeros(0, np.uint32), np.zeros(0, np.uint32))
     row = np.concatenate([np.full(keys.size, r) for r, _, _, keys in found])

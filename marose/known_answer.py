@@ -265,7 +265,7 @@ def _candidates_agree(device, case: Case, strands, rows: np.ndarray, e: int, lay
     """Whether the filter's pattern offsets and candidates of the rows equal its twin's (and, when
     must_place, some rows were placed)."""
     from .filter import Filter
-    from .filter_twin import layout_offsets, reference_filter
+    from .filter_twin import layout_patterns, reference_filter
     from .lookup import DeviceIndex
 
     ref, params = case.index.reference, case.index.params
@@ -275,12 +275,12 @@ def _candidates_agree(device, case: Case, strands, rows: np.ndarray, e: int, lay
     third = sum(s.nbytes() for s in case.index.segments) // 3
     filtered = filt.candidates(strands, layout, rows, DeviceIndex(case.index, device, third).in_turn())
     got = filt.on_host(filtered, strands.n)
-    want_offsets = layout_offsets(case.index.segments, params, strands, e, layout, rows)
+    want_offsets, exact_apart = layout_patterns(case.index.segments, params, strands, e, layout, rows)
     if not all(np.array_equal(g, w) for g, w in zip(filt.offsets(filtered.reads), want_offsets)):
         return False
     if must_place and not filtered.placed.size:
         return False  # the case no longer checks the placement kernels
-    want = reference_filter(case.index.segments, params, strands, e, want_offsets, ref.offsets)
+    want = reference_filter(case.index.segments, params, strands, e, want_offsets, ref.offsets, exact_apart)
     return np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
 
 

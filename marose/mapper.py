@@ -13,7 +13,7 @@ import numpy as np
 
 from indexer.store import Index
 
-from . import device_reads, extend, lookup
+from . import device_reads, extend, lookup, placement
 from .device import PLAIN, Device
 from .device_reads import PackedOnDevice
 from .filter import DeviceCandidates, Filter, Layout, Strands
@@ -207,7 +207,7 @@ class Mapper:
         for e in _distinct(rows_e[rows_e >= 0]):
             filtered = self.filter(int(e)).candidates(strands, layout, rows_e == e, segments)
             found.extend(filtered.found)
-            self._count_lookups(strands, rows_e == e, layout, filtered.placed)
+            self._count_lookups(strands, filtered)
         return found
 
     def layout(self, strands: Strands, active: np.ndarray) -> tuple[np.ndarray, Layout]:
@@ -222,21 +222,18 @@ class Mapper:
             p, rule = chosen.params, chosen.placement
             rows = active & (strands.lengths == length)
             rows_e[rows], layout.step[rows] = p.e, p.step
+            layout.exact_apart[rows] = placement.fixed_layout_is_exact_apart(int(length), p.step, rule)
             if rule is not None and self.filter(p.e).fits(rule, int(length)):
                 layout.place(rows, rule)
         return rows_e, layout
 
-    def _count_lookups(self, strands: Strands, rows: np.ndarray, layout: Layout, placed: np.ndarray) -> None:
-        """Lookups of the rows' fixed patterns, and of ranking and looking up the placed ones.
-        (Each seed's hash is in one segment: a pattern is looked up there only.)"""
+    def _count_lookups(self, strands: Strands, filtered) -> None:
+        """Lookups of the rows' patterns (fixed, and placed), and of ranking the placed rows'
+        offsets. (Each seed's hash is in one segment: a pattern is looked up there only.)"""
+        placed = filtered.placed
         self.stats.placed += placed.size
-        for length in _distinct(strands.lengths[rows]):
-            p = self.choice(int(length)).params
-            of_length = rows & (strands.lengths == length)
-            n_placed = int(np.count_nonzero(strands.lengths[placed] == length))
-            ranked = int(length) - p.width + 1 + int(layout.n_placed[of_length].max()) * p.lookups_per_pattern
-            self.stats.lookups += (int(of_length.sum()) * p.n_patterns(int(length)) * p.lookups_per_pattern
-                                   + n_placed * ranked)
+        self.stats.lookups += filtered.lookups + int(np.sum(strands.lengths[placed].astype(np.int64)
+                                                            - self.index.params.width + 1))
 
     def _extend(self, strands: Strands, reads: extend.DeviceReads, candidates: list[DeviceCandidates],
                 packed: PackedOnDevice) -> tuple[Hits | extend.DeviceHits, np.ndarray]:

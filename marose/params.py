@@ -180,21 +180,30 @@ class Choice:
             verdict,
         ]
         rule = self.placement
+        fixed = pattern_offsets(self.read_length, p.width, p.step)
+        lookups, candidates = self.lookups_per_read, self.candidates_per_read
+        if placement.fixed_layout_is_exact_apart(self.read_length, p.step, rule):
+            wide = int(placement.looks_up_neighbors(fixed, p.width).sum())
+            lookups = len(fixed) - wide + wide * p.lookups_per_pattern
+            candidates *= lookups / self.lookups_per_read
+        if rule is not None and p.lookups_per_pattern > 1:
+            lines.append(f"a pattern looks up its neighborhoods only when the next one is less than {p.width} bases "
+                         "after it, else its own key alone: the guarantee holds (marose/placement.py)"
+                         + ("" if lookups < self.lookups_per_read else "; in the fixed layout every pattern does"))
         if rule is None:
-            lines.append(f"expected per read and strand: {self.lookups_per_read:,.0f} lookups, "
-                         f"{self.candidates_per_read:,.1f} candidates to extend")
+            lines.append(f"expected per read and strand: {lookups:,.0f} lookups, {candidates:,.1f} candidates to extend")
             return "\n".join(lines)
         n_offsets = self.read_length - p.width + 1
         edits = rule.n - 1 - rule.short_gaps
+        most_placed = n_offsets + rule.n + rule.short_gaps * (p.lookups_per_pattern - 1)
         lines += [
             f"placed: a read strand whose fixed patterns find more than {n_offsets} positions (its offsets) "
             f"takes instead {rule.n} patterns at the offsets where the index finds them rarest, at least "
             f"{rule.min_gap} apart and at most {rule.short_gaps} of them less than {rule.width} apart: every "
             "such placement keeps this guarantee"
             + ("" if self.covers == "edits" else f", and every locus with <= {edits} edits, as the fixed layout does"),
-            f"expected per read and strand: {self.lookups_per_read:,.0f} lookups, "
-            f"{n_offsets + rule.n * p.lookups_per_pattern:,} more for a strand placed; "
-            f"{self.candidates_per_read:,.1f} candidates in the fixed layout",
+            f"expected per read and strand: {lookups:,.0f} lookups, at most {most_placed:,} more for a strand "
+            f"placed; {candidates:,.1f} candidates in the fixed layout",
         ]
         return "\n".join(lines)
 

@@ -39,6 +39,19 @@ no pattern found; we give each pattern a substitution of its own, so |S| >= n.
 An N in the read counts as one of the errors: in a '#' it kills the pattern, in the
 neighborhood it is looked up as A, which costs at most what a substitution costs.
 
+Exact patterns. Only a pattern followed by a short gap needs its neighborhood within e: every
+other pattern may be looked up exactly (its own key alone), and the theorem still holds. Edits:
+a clean kept window holds its pattern exactly. Substitutions: give each pattern, first to last,
+a substitution of S that kills it, taking for a pattern with a neighborhood, where it can, one
+that does not kill the next pattern by itself. A pattern followed by a long gap shares no
+position with the windows after it, and a pattern's '#' positions meet the next window only on
+a '-' of it (2 g >= W, and compatible gaps keep '#' positions apart): one substitution kills
+two patterns only as the next one's and as one of the e + 1 that a pattern with a neighborhood
+needs in it. So a pattern that had to take one killing the next had two or more there, and one
+is left for the next; windows i and i + 2 never meet. Again |S| >= n. The fixed layout (n_f
+patterns, x_f short gaps, all gaps at least g) so keeps n_f - 1 substitutions and n_f - 1 - x_f
+edits (fixed_layout_is_exact_apart).
+
 So a filter whose fixed layout guarantees k substitutions and t <= k edits (t = k when it
 guarantees edits) keeps both with n = k + 1 patterns and x = k - t short gaps: every chosen
 placement guarantees at least what the fixed layout does, within the k the mapper reports.
@@ -60,7 +73,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .sensitivity import min_errors_to_miss
+from .sensitivity import min_errors_to_miss, pattern_offsets
 
 COST_CAP = (1 << 24) - 1  # a pattern's cost at most: n <= 255 costs sum below 2^32
 NO_COST = (1 << 32) - 1  # a placement the rule forbids
@@ -130,6 +143,30 @@ def for_filter(read_length: int, k: int, mask: str, ln: int, e: int, step: int, 
         return None
     rule = Placement(k + 1, k - edits, min_gap(mask, ln, e), width)
     return rule if rule.least_length() <= read_length else None
+
+
+def looks_up_neighbors(offsets, width: int) -> np.ndarray:
+    """Which patterns of a row whose patterns may be exact (placed, or fixed_layout_is_exact_apart)
+    look up their neighborhoods: those followed by a pattern less than width apart (offsets
+    ascending; the last of them on every row is exact)."""
+    offsets = np.asarray(offsets, np.int64)
+    wide = np.zeros(offsets.shape, bool)
+    wide[..., :-1] = np.diff(offsets, axis=-1) < width
+    return wide
+
+
+def fixed_layout_is_exact_apart(read_length: int, step: int, rule: Placement | None) -> bool:
+    """Whether the fixed layout's patterns, looked up exactly but where looks_up_neighbors says,
+    keep what the rule guarantees (rule.n - 1 substitutions, rule.n - 1 - rule.short_gaps edits):
+    by the theorem, when they are as many and have no more short gaps to spare, all at least
+    min_gap apart."""
+    if rule is None:
+        return False
+    offsets = np.asarray(pattern_offsets(read_length, rule.width, step), np.int64)
+    gaps = np.diff(offsets)
+    short = int(np.sum(gaps < rule.width))
+    return (offsets.size >= rule.n and bool(np.all(gaps >= rule.min_gap))
+            and offsets.size - 1 - short >= rule.n - 1 - rule.short_gaps)
 
 
 def worth_placing(found: np.ndarray, read_length: np.ndarray, width: int) -> np.ndarray:

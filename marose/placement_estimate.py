@@ -48,10 +48,13 @@ def expected_candidates(index, choice: Choice, n_reads: int = SAMPLE_READS) -> t
         return None
     rows = Strands.from_reads(reads, np.full(len(reads), length)).codes
     fixed_offsets = np.tile(pattern_offsets(length, p.width, p.step), (rows.shape[0], 1))
-    fixed = neighborhood_counts(index.segments, index.params, rows, p.e, fixed_offsets).sum(axis=1)
+    exact_apart = placement.fixed_layout_is_exact_apart(length, p.step, rule)
+    wide = placement.looks_up_neighbors(fixed_offsets, p.width) if exact_apart else None
+    fixed = neighborhood_counts(index.segments, index.params, rows, p.e, fixed_offsets, wide).sum(axis=1)
     worth = placement.worth_placing(fixed, length, p.width)
     costs = ranking_costs(index.segments, index.params, rows[worth], p.e, fixed[worth])
     placed_offsets = placement.choose_offsets(costs, rule)
     laid_out = fixed.copy()
-    laid_out[worth] = neighborhood_counts(index.segments, index.params, rows[worth], p.e, placed_offsets).sum(axis=1)
+    laid_out[worth] = neighborhood_counts(index.segments, index.params, rows[worth], p.e, placed_offsets,
+                                          placement.looks_up_neighbors(placed_offsets, p.width)).sum(axis=1)
     return float(fixed.mean()), float(laid_out.mean()), float(worth.mean()), len(reads)

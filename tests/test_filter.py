@@ -11,7 +11,7 @@ from marose import filter as filter_module
 from marose import lookup
 from marose.dna import N_CODE, encode
 from marose.filter import Filter, Layout, Strands
-from marose.filter_twin import fixed_offsets, layout_offsets, pattern_offsets, patterns, reference_filter
+from marose.filter_twin import fixed_offsets, layout_patterns, pattern_offsets, patterns, reference_filter
 from marose.placement import Placement, min_gap
 from marose.reads import ReadBatch
 from marose.reference import Reference, read_fasta
@@ -73,12 +73,13 @@ def test_kernel_equals_numpy_twin(device, mask, ln, e, step, seg_size, batch, wg
     strands = simulated_strands(ref, 40, 60, rng)
     filt = Filter(device, params, e, ref.total_length, ref.offsets, lookups_at_once=batch, wg=wg)
     layout = Layout.fixed(strands.n, step)
+    layout.exact_apart[np.arange(strands.n) % 4 == 1] = True  # fixed rows looked up exactly but before short gaps
     if placed:
         layout.place(np.arange(strands.n) % 3 > 0, Placement(*placed, min_gap(mask, ln, e), params.width))
     got, filtered = filt.run(strands, layout, [lookup.upload(device, seg) for seg in segments])
-    want_offsets = layout_offsets(segments, params, strands, e, layout)
+    want_offsets, exact_apart = layout_patterns(segments, params, strands, e, layout)
     assert all(np.array_equal(g, w) for g, w in zip(filt.offsets(filtered.reads), want_offsets))
-    want = reference_filter(segments, params, strands, e, want_offsets, ref.offsets)
+    want = reference_filter(segments, params, strands, e, want_offsets, ref.offsets, exact_apart)
     assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
     assert want.row.size >= 35  # most reads find their own locus
     for on_device in filtered.found:  # each segment's rows sorted and unique
@@ -150,9 +151,9 @@ def test_offsets_ranked_by_their_neighborhoods_equal_the_twin(device, monkeypatc
     got, filtered = filt.run(strands, layout, [lookup.upload(device, seg) for seg in segments])
     ranked_whole = layout_counts(segments, params, strands, e)[filtered.placed] % 2 == 0
     assert 0 < ranked_whole.sum() < filtered.placed.size  # both rankings
-    want_offsets = layout_offsets(segments, params, strands, e, layout)
+    want_offsets, exact_apart = layout_patterns(segments, params, strands, e, layout)
     assert all(np.array_equal(g, w) for g, w in zip(filt.offsets(filtered.reads), want_offsets))
-    want = reference_filter(segments, params, strands, e, want_offsets, ref.offsets)
+    want = reference_filter(segments, params, strands, e, want_offsets, ref.offsets, exact_apart)
     assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from marose.params import INDEX_SHAPES, choose_filter
-from marose.placement import (Placement, choose_offsets, compatible, for_filter, min_gap, pattern_cost,
-                              worth_ranking_neighborhoods)
+from marose.placement import (Placement, choose_offsets, compatible, fixed_layout_is_exact_apart, for_filter,
+                              looks_up_neighbors, min_gap, pattern_cost, worth_ranking_neighborhoods)
 from marose.sensitivity import brute_force_missed_at, min_errors_to_miss, min_errors_to_miss_at, pattern_offsets
 
 MASKS = ["#", "##", "#-#", "##-#", "###", "#-##"]
@@ -76,6 +76,63 @@ def test_brute_force_agrees_that_allowed_placements_miss_nothing():
             assert missed == 0 and total > 0
             if n - 1 - x >= 0:
                 assert brute_force_missed_at(length, n - 1 - x, offsets, mask, ln, e, indels=True)[0] == 0
+
+
+def all_killed(offsets, wide, substituted: set, mask: str, ln: int, e: int) -> bool:
+    """Whether the substitutions kill every pattern: one on a '#' position, or more than its
+    neighborhood takes (e where wide, else none) after the span."""
+    seeds = [j for j, c in enumerate(mask) if c == "#"]
+    for o, looks_wide in zip(offsets, wide):
+        in_neighborhood = sum(o + len(mask) + j in substituted for j in range(ln))
+        if not any(o + j in substituted for j in seeds) and in_neighborhood <= (e if looks_wide else 0):
+            return False
+    return True
+
+
+@pytest.mark.parametrize("mask", MASKS)
+def test_patterns_apart_looked_up_exactly_keep_the_guarantee(mask):
+    """The exact patterns of placement.py, exhaustively on small reads: with only the patterns
+    followed by a short gap looking up their neighborhoods, no n - 1 substitutions kill every
+    pattern of a placement the rule allows (edits kill windows whatever e is)."""
+    checked = 0
+    for ln in (1, 2, 3, 4):
+        for e in range(1, min(ln, 2) + 1):
+            width = len(mask) + ln
+            for n in (2, 3):
+                for x in range(n):
+                    rule = Placement(n, x, min_gap(mask, ln, e), width)
+                    for slack in (0, 2):
+                        length = rule.least_length() + slack
+                        for offsets in allowed(length, rule):
+                            wide = looks_up_neighbors(offsets, width)
+                            assert wide.sum() <= x
+                            for subs in itertools.combinations(range(length), n - 1):
+                                assert not all_killed(offsets, wide, set(subs), mask, ln, e), (offsets, subs, ln, e)
+                            checked += 1
+    assert checked > 150
+
+
+def test_a_pattern_without_its_neighborhood_before_a_short_gap_would_be_lost():
+    """The rule of looks_up_neighbors is needed: patterns 2 apart of mask '#', ln 2, both
+    exact, die by one substitution where the first's neighborhood meets the second's '#'."""
+    offsets, mask, ln = [0, 2], "#", 2
+    assert list(looks_up_neighbors(offsets, 3)) == [True, False]
+    assert not all_killed(offsets, [True, False], {2}, mask, ln, 1)
+    assert all_killed(offsets, [False, False], {2}, mask, ln, 1)
+
+
+@pytest.mark.parametrize("length,k,step,exact", [(100, 5, 17, True), (100, 4, 17, True), (40, 3, 1, False)])
+def test_fixed_layouts_with_patterns_apart_are_looked_up_exactly_where_the_rule_allows(length, k, step, exact):
+    """The fixed layout of 100 bp reads at step 17 (6 patterns, one short gap) keeps 5
+    substitutions and 4 edits with exact patterns; a layout of fewer patterns than k + 1 (40 bp,
+    k = 3: the neighborhoods are its guarantee) does not."""
+    mask, ln = "###-######", 7
+    rule = Placement(k + 1, 1, min_gap(mask, ln, 1), len(mask) + ln)
+    assert fixed_layout_is_exact_apart(length, step, rule) is exact
+    assert not fixed_layout_is_exact_apart(length, step, None)
+    if exact:
+        offsets = pattern_offsets(length, rule.width, step)
+        assert min_errors_to_miss_at(length, offsets, mask, ln, 1, indels=True) > k - 1
 
 
 def test_a_rule_without_short_gap_bounds_would_lose_indels():
