@@ -217,8 +217,7 @@ class Filter:
             rows = self.device.to_device(placed.astype(np.uint32))
             whole = worth_ranking_neighborhoods(found[placed], reads.lengths[placed], self.width, self.neighborhood)
             self.place(reads, layout, rows, placed, whole, segments())
-            placed_offsets = self.offsets(reads)
-            lookups += self.pattern_lookups([placed_offsets[r] for r in placed], True)
+            lookups += self.placed_lookups(reads, placed)
         emitted = {}
         for seg in segments():  # counted again where placed, and emitted, in one walk
             counted = counts[id(seg.segment)]
@@ -227,21 +226,31 @@ class Filter:
             emitted[id(seg.segment)] = self.emit(seg, reads, counted)
         return Filtered(reads, [emitted[key] for key in counts], placed, lookups)
 
-    def pattern_lookups(self, row_offsets: Iterable[np.ndarray], exact_apart: bool) -> int:
-        """Lookups of rows' patterns at these offsets (filter_count's; its emit's are the same)."""
-        if not exact_apart:
-            return sum(len(offsets) for offsets in row_offsets) * self.neighborhood
-        wide = sum(int(looks_up_neighbors(offsets, self.width).sum()) for offsets in row_offsets)
-        return sum(len(offsets) for offsets in row_offsets) + (self.neighborhood - 1) * wide
-
     def fixed_lookups(self, reads: "FilterReads", layout: Layout) -> int:
-        """Lookups of every active row's patterns in the fixed layout."""
+        """Lookups of every active row's patterns in the fixed layout (filter_count's; its emit's
+        are the same)."""
         usable = reads.lengths >= self.width
-        shapes, counts = np.unique(np.stack([reads.lengths, layout.step, layout.exact_apart])[:, usable], axis=1,
-                                   return_counts=True)
-        return sum(int(n) * self.pattern_lookups([np.array(pattern_offsets(int(length), self.width, int(step)))],
-                                                 bool(exact))
-                   for (length, step, exact), n in zip(shapes.T, counts))
+        shape = (reads.lengths[usable] << 33) | (layout.step[usable].astype(np.int64) << 1) | layout.exact_apart[usable]
+        shapes, counts = np.unique(shape, return_counts=True)
+        total = 0
+        for key, n in zip(shapes.tolist(), counts):
+            length, step, exact = key >> 33, (key >> 1) & 0xFFFFFFFF, key & 1
+            offsets = np.array(pattern_offsets(length, self.width, step))
+            wide = looks_up_neighbors(offsets, self.width).sum() if exact else offsets.size
+            total += int(n) * (offsets.size + (self.neighborhood - 1) * int(wide))
+        return total
+
+    def placed_lookups(self, reads: "FilterReads", placed: np.ndarray) -> int:
+        """Lookups of the placed rows' patterns, from their offsets as place_patterns wrote them."""
+        base = reads.pattern_base_host.astype(np.int64)
+        slots = base[placed + 1] - base[placed]
+        offsets = self.device.read(reads.buffers[2], np.uint32, int(base[-1])).astype(np.int64)
+        offsets = offsets[leading_entries(base[placed], slots)]
+        after = np.append(offsets[1:], NO_PATTERN)
+        after[np.cumsum(slots) - 1] = NO_PATTERN  # a row's last slot
+        used = offsets != NO_PATTERN
+        wide = used & (after != NO_PATTERN) & (after - offsets < self.width)
+        return int(used.sum()) + (self.neighborhood - 1) * int(wide.sum())
 
     def upload(self, strands: Strands, layout: Layout, active: np.ndarray | None = None) -> "FilterReads":
         """The rows on the device, each with the fixed layout's patterns; inactive rows get none."""

@@ -82,6 +82,8 @@ def test_kernel_equals_numpy_twin(device, mask, ln, e, step, seg_size, batch, wg
     want = reference_filter(segments, params, strands, e, want_offsets, ref.offsets, exact_apart)
     assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
     assert want.row.size >= 35  # most reads find their own locus
+    assert filtered.lookups == expected_lookups(params, strands, e, step, layout.exact_apart, filtered.placed,
+                                                want_offsets)
     for on_device in filtered.found:  # each segment's rows sorted and unique
         written = device.read(on_device.count, np.uint32, strands.n)
         found = device.read(on_device.buffer, np.uint32, int(on_device.offsets[-1]))
@@ -155,6 +157,21 @@ def test_offsets_ranked_by_their_neighborhoods_equal_the_twin(device, monkeypatc
     assert all(np.array_equal(g, w) for g, w in zip(filt.offsets(filtered.reads), want_offsets))
     want = reference_filter(segments, params, strands, e, want_offsets, ref.offsets, exact_apart)
     assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
+
+
+def expected_lookups(params, strands, e, step, fixed_exact, placed, offsets) -> int:
+    """Lookups of every row's fixed patterns and of the placed rows' patterns, a pattern looking up
+    its neighborhoods unless its row may be exact and no short gap follows it."""
+    from marose.placement import looks_up_neighbors
+    from marose.sensitivity import neighborhood_size
+
+    def of_row(row_offsets, exact: bool) -> int:
+        wide = looks_up_neighbors(row_offsets, params.width) if exact else np.ones(len(row_offsets), bool)
+        return len(row_offsets) + (neighborhood_size(params.ln, e) - 1) * int(wide.sum())
+
+    fixed = fixed_offsets(strands, params.width, step)
+    return (sum(of_row(fixed[r], fixed_exact[r]) for r in range(strands.n))
+            + sum(of_row(offsets[r], True) for r in placed))
 
 
 def layout_counts(segments, params, strands, e):
