@@ -23,7 +23,8 @@ __kernel void fixed_offsets(uint width, __global const uint *read_length, __glob
 /* cost[cost_base[r] + o], for every offset o of each row r of row_list whose pattern's seed is
  * this segment's: the pattern's own positions (times SEED_SHARE when E > 0) plus, when E > 0,
  * its seed's; with whole, the positions of all its neighborhoods within E, what filter_count
- * finds there (a lookup each). Offsets with an N in the seed cost 0 (they are never found). The
+ * finds there (a lookup each). exact_cost gets its own positions alone, what an exact pattern
+ * finds. Offsets with an N in the seed cost 0 (they are never found). The
  * segments partition the seeds: run on each, it writes every offset. For the estimate a
  * work-item takes LOOKUP_BATCH offsets at a time, each step for all of them before the next, so
  * that their memory reads (cache misses, mostly) overlap; with whole, an offset at a time, its
@@ -31,23 +32,29 @@ __kernel void fixed_offsets(uint width, __global const uint *read_length, __glob
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void pattern_costs(PATTERN_ARGS, __global const uchar *reads, __global const uint *read_offset,
                    __global const uint *read_length, SEGMENT_TABLES, __global const uint *row_list,
-                   __global const uint *cost_base, uint whole, __global uint *cost)
+                   __global const uint *cost_base, uint whole, __global uint *cost, __global uint *exact_cost)
 {
     uint r = row_list[get_group_id(0)], lid = get_local_id(0);
     uint len = read_length[r];
     __global const uchar *read = reads + read_offset[r];
-    __global uint *out = cost + cost_base[r];
+    __global uint *out = cost + cost_base[r], *out_exact = exact_cost + cost_base[r];
     uint n_offsets = len - (span + ln) + 1u;
     if (whole) {
         for (uint o = lid; o < n_offsets; o += WG) {
             pattern_t p = make_pattern(read, o, span, ln, seed_mask);
-            uint total = 0;
+            uint total = 0, alone = 0;
 #define ADD_POSITIONS(range) total = min(total + min((range).y - (range).x, (uint)COST_CAP), (uint)COST_CAP)
-            if (p.ok && p.seed - seed_lo < n_seeds)
+#define OWN_POSITIONS(range) alone = min((range).y - (range).x, (uint)COST_CAP)
+            if (p.ok && p.seed - seed_lo < n_seeds) {
                 FOR_EACH_NEIGHBOR(p, true, ADD_POSITIONS);
+                FOR_EACH_NEIGHBOR(p, false, OWN_POSITIONS);
+            }
+#undef OWN_POSITIONS
 #undef ADD_POSITIONS
-            if (!p.ok || p.seed - seed_lo < n_seeds)
+            if (!p.ok || p.seed - seed_lo < n_seeds) {
                 out[o] = total;
+                out_exact[o] = alone;
+            }
         }
         return;
     }
@@ -60,7 +67,7 @@ void pattern_costs(PATTERN_ARGS, __global const uchar *reads, __global const uin
             key[j] = p.key;
             mine[j] = p.ok && seed[j] < n_seeds;
             if (!p.ok)
-                out[first + j] = 0u;
+                out[first + j] = out_exact[first + j] = 0u;
         }
         seed_hash_t h[LOOKUP_BATCH];
         for (uint j = 0; j < n; ++j)
@@ -78,6 +85,7 @@ void pattern_costs(PATTERN_ARGS, __global const uchar *reads, __global const uin
             uint stored = key[j] & (uint)(((ulong)1 << (8 * sizeof(slot_key[0]))) - 1);
             uint c = min(v != NO_KEY && slot_key[v] == stored ? slot_start[v + 1] - slot_start[v] : 0u,
                          (uint)COST_CAP);
+            out_exact[first + j] = c;
             if (E > 0) {
                 uint seed_count = slot_start[vertex_rank(g, h[j].base + 3u * h[j].part)] -
                                   slot_start[vertex_rank(g, h[j].base)];
@@ -89,15 +97,17 @@ void pattern_costs(PATTERN_ARGS, __global const uchar *reads, __global const uin
 }
 
 /* The dynamic program of placement.choose_offsets, by one work-item: f[(j (x + 1) + s) P + o]
- * is the least cost of j + 1 patterns, the last at o, with s gaps shorter than width. */
-inline void place_row(__local const uint *c, __local uint *f, uint n_offsets, uint n, uint x, uint width,
-                      uint min_gap, __global uint *out)
+ * is the least cost of j + 1 patterns, the last at o, with s gaps shorter than width; a pattern
+ * costs c[o] when a short gap follows it (it looks up its neighborhoods), else exact[o]. */
+inline void place_row(__local const uint *c, __local const uint *exact, __local uint *f, uint n_offsets, uint n,
+                      uint x, uint width, uint min_gap, __global uint *out)
 {
     uint layers = x + 1u;
 #define F(j, s, o) f[((j) * layers + (s)) * n_offsets + (o)]
+#define WIDE(j, s, q) (F(j, s, q) == NO_COST ? NO_COST : F(j, s, q) + (c[q] - exact[q]))
     for (uint s = 0; s < layers; ++s)
         for (uint o = 0; o < n_offsets; ++o)
-            F(0u, s, o) = s == 0u ? c[o] : NO_COST;
+            F(0u, s, o) = s == 0u ? exact[o] : NO_COST;
     for (uint j = 1; j < n; ++j)
         for (uint s = 0; s < layers; ++s) {
             uint before = NO_COST; /* least F(j - 1, s, o') over o' <= o - width */
@@ -109,11 +119,11 @@ inline void place_row(__local const uint *c, __local uint *f, uint n_offsets, ui
                     /* q from o - min_gap down to the first with q + width <= o, or 0 (counting
                        down: a clamped start compiles to a saturating subtraction Oclgrind lacks) */
                     for (uint q = o - min_gap; q + width > o; --q) {
-                        best = min(best, F(j - 1u, s - 1u, q));
+                        best = min(best, WIDE(j - 1u, s - 1u, q));
                         if (q == 0u)
                             break;
                     }
-                F(j, s, o) = best == NO_COST ? NO_COST : best + c[o];
+                F(j, s, o) = best == NO_COST ? NO_COST : best + exact[o];
             }
         }
     uint o = 0, s = 0, least = NO_COST;
@@ -126,9 +136,9 @@ inline void place_row(__local const uint *c, __local uint *f, uint n_offsets, ui
             }
     out[n - 1u] = o;
     for (uint j = n - 1u; j > 0u; --j) {
-        uint want = F(j, s, o) - c[o];
+        uint want = F(j, s, o) - exact[o];
         for (uint q = 0; q + min_gap <= o; ++q) {
-            if (q + width <= o ? F(j - 1u, s, q) == want : s > 0u && F(j - 1u, s - 1u, q) == want) {
+            if (q + width <= o ? F(j - 1u, s, q) == want : s > 0u && WIDE(j - 1u, s - 1u, q) == want) {
                 s -= q + width <= o ? 0u : 1u;
                 o = q;
                 break;
@@ -136,6 +146,7 @@ inline void place_row(__local const uint *c, __local uint *f, uint n_offsets, ui
         }
         out[j - 1u] = o;
     }
+#undef WIDE
 #undef F
 }
 
@@ -143,11 +154,11 @@ inline void place_row(__local const uint *c, __local uint *f, uint n_offsets, ui
  * gaps below width, from its costs at cost_base[r], in offsets[pattern_base[r], + n_placed[r]),
  * and NO_PATTERN in its other slots up to pattern_base[r + 1]; its patterns may then be exact
  * (exact_apart[r] = 1: looks_up_neighbors in cl/filter.cl); scratch holds
- * (n (x + 1) + 1) (len - width + 1) uints. */
+ * (n (x + 1) + 2) (len - width + 1) uints. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void place_patterns(uint width, uint min_gap, __global const uint *row_list, __global const uint *read_length,
                     __global const uint *n_placed, __global const uint *short_gaps,
-                    __global const uint *cost_base, __global const uint *cost,
+                    __global const uint *cost_base, __global const uint *cost, __global const uint *exact_cost,
                     __global const uint *pattern_base, __global uint *offsets, __global uchar *exact_apart,
                     __local uint *scratch)
 {
@@ -155,13 +166,16 @@ void place_patterns(uint width, uint min_gap, __global const uint *row_list, __g
     uint n = n_placed[r], np = pattern_base[r + 1] - pattern_base[r];
     uint n_offsets = read_length[r] - width + 1u;
     __global uint *out = offsets + pattern_base[r];
-    for (uint o = lid; o < n_offsets; o += WG)
+    for (uint o = lid; o < n_offsets; o += WG) {
         scratch[o] = cost[cost_base[r] + o];
+        scratch[n_offsets + o] = exact_cost[cost_base[r] + o];
+    }
     for (uint t = n + lid; t < np; t += WG)
         out[t] = NO_PATTERN;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid == 0u) {
-        place_row(scratch, scratch + n_offsets, n_offsets, n, short_gaps[r], width, min_gap, out);
+        place_row(scratch, scratch + n_offsets, scratch + 2u * n_offsets, n_offsets, n, short_gaps[r], width, min_gap,
+                  out);
         exact_apart[r] = 1;
     }
 }

@@ -279,24 +279,26 @@ class Filter:
         n_offsets = np.zeros(reads.lengths.size, np.int64)
         n_offsets[placed] = reads.lengths[placed] - self.width + 1
         cost_base = region_offsets(n_offsets)
-        cost_base_buffer, cost = d.to_device(cost_base), d.empty(4 * int(cost_base[-1]))
+        cost_base_buffer = d.to_device(cost_base)
+        cost, exact_cost = d.empty(4 * int(cost_base[-1])), d.empty(4 * int(cost_base[-1]))
         ranked = [(rows if flag.all() else d.to_device(placed[flag].astype(np.uint32)), int(flag.sum()), value)
                   for flag, value in ((~whole, 0), (whole, 1)) if flag.any()]
         looked_up = 0
         for seg in segments:
             for rows_ranked, n_ranked, value in ranked:
                 d.launch(self.cost_kernel, (n_ranked * self.wg,), (self.wg,), *self.shape, *reads.buffers[:2],
-                         reads.lengths_buffer, *seg.tables, rows_ranked, cost_base_buffer, np.uint32(value), cost)
+                         reads.lengths_buffer, *seg.tables, rows_ranked, cost_base_buffer, np.uint32(value), cost,
+                         exact_cost)
             looked_up += 1
         if not looked_up:
             raise ValueError("placing patterns needs the index segments to look their costs up")
         n = layout.n_placed.astype(np.int64)[placed]
         if np.any(n > np.diff(reads.pattern_base_host.astype(np.int64))[placed]):
             raise ValueError("a placement needs more patterns than the fixed layout it replaces")
-        scratch = (n * (layout.short_gaps[placed].astype(np.int64) + 1) + 1) * n_offsets[placed]
+        scratch = (n * (layout.short_gaps[placed].astype(np.int64) + 1) + 2) * n_offsets[placed]
         rules = [d.to_device(np.asarray(a, np.uint32)) for a in (layout.n_placed, layout.short_gaps)]
         d.launch(self.place_kernel, (placed.size * self.wg,), (self.wg,), np.uint32(self.width),
-                 np.uint32(self.min_gap), rows, reads.lengths_buffer, *rules, cost_base_buffer, cost,
+                 np.uint32(self.min_gap), rows, reads.lengths_buffer, *rules, cost_base_buffer, cost, exact_cost,
                  reads.pattern_base, reads.buffers[2], reads.exact_apart, d.cl.LocalMemory(4 * int(scratch.max())))
 
     def offsets(self, reads_on_device: "FilterReads") -> list[np.ndarray]:

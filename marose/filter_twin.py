@@ -67,12 +67,24 @@ def pattern_costs(segments: Sequence[Segment], params: IndexParams, reads: np.nd
     return np.where(ok, placement.pattern_cost(exact, seed_count, e), 0)
 
 
+def own_positions(segments: Sequence[Segment], params: IndexParams, reads: np.ndarray) -> np.ndarray:
+    """What pattern_costs writes as exact_cost for a row (reads: one row, or rows of one length):
+    the positions of the pattern's own key at every offset 0..L - W, capped."""
+    seed, key, ok = _seeds_and_keys(params, reads, range(reads.shape[-1] - params.width + 1))
+    exact = np.zeros(seed.shape, np.int64)
+    for seg in segments:
+        begin, end = query.slot_ranges(seg, seed.ravel(), key.ravel().astype(np.uint32))
+        exact += (end - begin).reshape(seed.shape)
+    return np.where(ok, np.minimum(exact, placement.COST_CAP), 0)
+
+
 def ranking_costs(segments: Sequence[Segment], params: IndexParams, reads: np.ndarray, e: int,
-                  found: np.ndarray) -> np.ndarray:
+                  found: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The costs by which the filter ranks the offsets of placed rows (reads of one length) whose
     fixed layout found `found` positions: each offset's neighborhoods' positions where
     placement.worth_ranking_neighborhoods says so (what pattern_costs writes with whole), else
-    pattern_costs."""
+    pattern_costs; and each offset's own positions (own_positions), what it costs looked up
+    exactly."""
     length = reads.shape[-1]
     rows = reads.reshape(-1, length)
     whole = placement.worth_ranking_neighborhoods(found, length, params.width, neighborhood_size(params.ln, e))
@@ -83,7 +95,7 @@ def ranking_costs(segments: Sequence[Segment], params: IndexParams, reads: np.nd
     if whole.any():
         offsets = np.tile(np.arange(costs.shape[1]), (int(whole.sum()), 1))
         costs[whole] = np.minimum(neighborhood_counts(segments, params, rows[whole], e, offsets), placement.COST_CAP)
-    return costs
+    return costs, own_positions(segments, params, rows)
 
 
 def neighborhood_counts(segments: Sequence[Segment], params: IndexParams, reads: np.ndarray, e: int,
@@ -131,11 +143,11 @@ def layout_patterns(segments: Sequence[Segment], params: IndexParams, strands: S
         wide = np.where(exact_apart[rows, None], placement.looks_up_neighbors(fixed, params.width), True)
         positions = neighborhood_counts(segments, params, reads, e, fixed, wide).sum(axis=1)
         worth = placement.worth_placing(positions, length, params.width)
-        costs = ranking_costs(segments, params, reads[worth], e, positions[worth])
-        for r, row_costs in zip(rows[worth], costs):
+        costs, exact = ranking_costs(segments, params, reads[worth], e, positions[worth])
+        for r, row_costs, row_exact in zip(rows[worth], costs, exact):
             rule = placement.Placement(int(layout.n_placed[r]), int(layout.short_gaps[r]),
                                        placement.min_gap(params.mask, params.ln, e), params.width)
-            found[r] = placement.choose_offsets(row_costs[None], rule)[0]
+            found[r] = placement.choose_offsets(row_costs[None], rule, row_exact[None])[0]
             exact_apart[r] = True
     return found, exact_apart
 

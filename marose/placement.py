@@ -127,7 +127,7 @@ class Placement:
 
     def scratch_words(self, read_length: int) -> int:
         """uints of local memory place_patterns takes for a row of this length."""
-        return (self.n * (self.short_gaps + 1) + 1) * (read_length - self.width + 1)
+        return (self.n * (self.short_gaps + 1) + 2) * (read_length - self.width + 1)
 
 
 def for_filter(read_length: int, k: int, mask: str, ln: int, e: int, step: int, covers: str) -> Placement | None:
@@ -199,26 +199,31 @@ def pattern_cost(exact: np.ndarray, seed_count: np.ndarray, e: int) -> np.ndarra
     return np.minimum(SEED_SHARE * exact + np.minimum(np.asarray(seed_count, np.int64), COST_CAP), COST_CAP)
 
 
-def choose_offsets(costs: np.ndarray, rule: Placement) -> np.ndarray:
+def choose_offsets(costs: np.ndarray, rule: Placement, exact: np.ndarray | None = None) -> np.ndarray:
     """(rows, n) offsets: for each row of costs (one per offset 0..L - W of reads of one length
-    L), the placement R allows with the least summed cost. Ties: the least last offset, then the
-    fewest short gaps; going back, the least offset before each chosen one."""
+    L), the placement R allows with the least summed cost, a pattern costing costs[o] when a
+    short gap follows it (it looks up its neighborhoods) and exact[o] otherwise (its own key
+    alone; default: costs). Ties: the least last offset, then the fewest short gaps; going back,
+    the least offset before each chosen one."""
     c = np.asarray(costs, dtype=np.int64)
+    alone = c if exact is None else np.asarray(exact, dtype=np.int64)
+    extra = c - alone  # what a pattern costs more when a short gap follows it
     rows, n_offsets = c.shape
     n, x, g, w = rule.n, rule.short_gaps, rule.min_gap, rule.width
     if rows == 0:
         return np.zeros((0, n), dtype=np.int64)
     f = np.full((n, x + 1, rows, n_offsets), NO_COST, dtype=np.int64)
-    f[0, 0] = c
+    f[0, 0] = alone
     for j in range(1, n):
         for s in range(x + 1):
             best = np.full((rows, n_offsets), NO_COST, dtype=np.int64)
             if n_offsets > w:  # a long gap from any offset up to o - W
                 best[:, w:] = np.minimum.accumulate(f[j - 1, s], axis=1)[:, :n_offsets - w]
+            before = np.where(f[j - 1, s - 1] == NO_COST, NO_COST, f[j - 1, s - 1] + extra) if s else None
             for gap in range(g, w) if s else ():
                 if gap < n_offsets:
-                    best[:, gap:] = np.minimum(best[:, gap:], f[j - 1, s - 1][:, :n_offsets - gap])
-            f[j, s] = np.where(best == NO_COST, NO_COST, best + c)
+                    best[:, gap:] = np.minimum(best[:, gap:], before[:, :n_offsets - gap])
+            f[j, s] = np.where(best == NO_COST, NO_COST, best + alone)
     last = f[n - 1].transpose(1, 2, 0).reshape(rows, -1)  # offset major, short gaps minor
     at = last.argmin(axis=1)
     if np.any(last[np.arange(rows), at] == NO_COST):
@@ -228,10 +233,10 @@ def choose_offsets(costs: np.ndarray, rule: Placement) -> np.ndarray:
     chosen[:, n - 1] = o
     r, positions = np.arange(rows), np.arange(n_offsets)
     for j in range(n - 1, 0, -1):
-        want = f[j, s, r, o] - c[r, o]
+        want = f[j, s, r, o] - alone[r, o]
         long_ok = (positions <= (o - w)[:, None]) & (f[j - 1, s, r] == want[:, None])
         short_ok = ((s > 0)[:, None] & (positions > (o - w)[:, None]) & (positions <= (o - g)[:, None])
-                    & (f[j - 1, np.maximum(s - 1, 0), r] == want[:, None]))
+                    & (f[j - 1, np.maximum(s - 1, 0), r] + extra[r] == want[:, None]))
         o = (long_ok | short_ok).argmax(axis=1)
         s = np.where(short_ok[r, o], s - 1, s)
         chosen[:, j - 1] = o

@@ -52,8 +52,8 @@ def expected_candidates(index, choice: Choice, n_reads: int = SAMPLE_READS) -> t
     wide = placement.looks_up_neighbors(fixed_offsets, p.width) if exact_apart else None
     fixed = neighborhood_counts(index.segments, index.params, rows, p.e, fixed_offsets, wide).sum(axis=1)
     worth = placement.worth_placing(fixed, length, p.width)
-    costs = ranking_costs(index.segments, index.params, rows[worth], p.e, fixed[worth])
-    placed_offsets = placement.choose_offsets(costs, rule)
+    costs, exact = ranking_costs(index.segments, index.params, rows[worth], p.e, fixed[worth])
+    placed_offsets = placement.choose_offsets(costs, rule, exact)
     laid_out = fixed.copy()
     laid_out[worth] = neighborhood_counts(index.segments, index.params, rows[worth], p.e, placed_offsets,
                                           placement.looks_up_neighbors(placed_offsets, p.width)).sum(axis=1)

@@ -174,12 +174,16 @@ def test_no_rule_where_nothing_is_guaranteed_or_nothing_fits():
     assert not chosen.guaranteed and chosen.placement is None
 
 
-def brute_force_choice(costs, rule: Placement, length: int):
-    """The placement the dynamic program must return: least cost, then the least last offset, the
-    fewest short gaps, and going back the least offsets."""
+def brute_force_choice(costs, rule: Placement, length: int, exact=None):
+    """The placement the dynamic program must return: least cost (costs where a short gap follows
+    a pattern, else exact), then the least last offset, the fewest short gaps, and going back the
+    least offsets."""
+    exact = costs if exact is None else exact
     def key(offsets):
-        shorts = int(np.sum(np.diff(offsets) < rule.width))
-        return (sum(costs[o] for o in offsets), offsets[-1], shorts, tuple(reversed(offsets[:-1])))
+        wide = looks_up_neighbors(offsets, rule.width)
+        shorts = int(np.sum(wide))
+        return (sum(costs[o] if w else exact[o] for o, w in zip(offsets, wide)), offsets[-1], shorts,
+                tuple(reversed(offsets[:-1])))
     return min(allowed(length, rule), key=key)
 
 
@@ -196,6 +200,10 @@ def test_dynamic_program_finds_the_least_cost_placement():
         got = choose_offsets(costs, rule)
         for row in range(costs.shape[0]):
             assert tuple(got[row].tolist()) == brute_force_choice(costs[row], rule, length)
+        exact = costs - rng.integers(0, 4 if trial % 2 else 1000, costs.shape) % (costs + 1)  # at most costs
+        got = choose_offsets(costs, rule, exact)
+        for row in range(costs.shape[0]):
+            assert tuple(got[row].tolist()) == brute_force_choice(costs[row], rule, length, exact[row])
 
 
 def test_costs_cap_and_rank_seed_counts_only_with_neighbors():
