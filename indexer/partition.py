@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from marose.errors import MaroseError
+from marose.errors import MaroseError, signals_held
 from marose.progress import duration, eta_seconds
 from marose.reference import Reference
 
@@ -161,8 +161,13 @@ class _Workers:
         codes = os.path.join(scratch, "genome.codes")
         ref.codes.tofile(codes)
         shared = Reference(ref.names, ref.lengths, codes=np.empty(0, np.uint8))
-        self.pool = multiprocessing.get_context("spawn").Pool(n, _init, (shared, params, scratch, builder_options,
-                                                                         codes))
+        try:
+            with signals_held():
+                self.pool = multiprocessing.get_context("spawn").Pool(n, _init, (shared, params, scratch,
+                                                                                 builder_options, codes))
+        except BaseException:  # a signal held while the workers started
+            self.__exit__(BaseException)
+            raise
 
     def map(self, task, args: list):
         if self.pool is None:

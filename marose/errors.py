@@ -82,6 +82,29 @@ def _terminated_by_sigterm():
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
+@contextlib.contextmanager
+def signals_held():
+    """SIGINT and SIGTERM that arrive while the block runs take effect when it ends (in the main
+    thread; elsewhere the block runs as it is): for work that must not stop halfway, such as
+    starting worker processes, which a parent gone while writing a child's start-up data
+    leaves printing a traceback."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived = []
+    held = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    held = {number: handler for number, handler in held.items() if handler not in (signal.SIG_IGN, None)}
+    for number in held:
+        signal.signal(number, lambda signum, frame: arrived.append(signum))
+    try:
+        yield
+    finally:
+        for number, handler in held.items():
+            signal.signal(number, handler)
+        if arrived:
+            signal.raise_signal(arrived[0])
+
+
 def out_of_memory(exc: Exception) -> bool:
     """A MemoryError of the host, or pyopencl's of the device (memory or resources)."""
     import sys

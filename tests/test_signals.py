@@ -159,3 +159,24 @@ sys.exit(run_command("prog", action, True, "nothing left"))
     assert result.returncode == 143, result.stderr
     assert result.stdout == "swallowed\n"
     assert result.stderr == "prog: terminated; nothing left\n"
+
+
+def test_a_sigterm_held_while_workers_start_ends_the_run_after_the_block():
+    """signals_held: the block runs to its end (the index build starts its worker processes in
+    one), then the SIGTERM that came meanwhile ends the run as usual."""
+    result = run_script("""
+from marose.errors import signals_held
+
+def action(log):
+    with signals_held():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)
+        print("block done")
+    time.sleep(10)
+    print("not raised")
+
+sys.exit(run_command("prog", action, True, "nothing left"))
+""")
+    assert result.returncode == 143, result.stderr
+    assert result.stdout == "block done\n"
+    assert result.stderr == "prog: terminated; nothing left\n"
