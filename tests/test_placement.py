@@ -112,6 +112,55 @@ def test_patterns_apart_looked_up_exactly_keep_the_guarantee(mask):
     assert checked > 150
 
 
+def kills_with(budget: int, offsets, wide, mask: str, ln: int, e: int) -> bool:
+    """Whether some budget substitutions kill every pattern (all_killed): a search in which the
+    first pattern still found takes a substitution on one of its positions, pruned by the
+    patterns left with disjoint windows (each needs one of its own)."""
+    seeds, span, width = [j for j, c in enumerate(mask) if c == "#"], len(mask), len(mask) + ln
+
+    def found(i, substituted) -> bool:
+        return not all_killed([offsets[i]], [wide[i]], substituted, mask, ln, e)
+
+    def search(substituted: frozenset, left: int) -> bool:
+        alive = [i for i in range(len(offsets)) if found(i, substituted)]
+        if not alive:
+            return True
+        disjoint, end = 0, -1
+        for i in alive:
+            if offsets[i] >= end:
+                disjoint, end = disjoint + 1, offsets[i] + width
+        if disjoint > left:
+            return False
+        o = offsets[alive[0]]
+        shared = {p for q in offsets if q != o for p in range(q, q + width)}
+        tries = []
+        for part in (seeds, range(span, width)):  # of each part's positions no other window holds, one
+            free = [o + j for j in part if o + j not in substituted]
+            tries += [p for p in free if p in shared] + [p for p in free if p not in shared][:1]
+        return any(search(substituted | {p}, left - 1) for p in tries)
+
+    return search(frozenset(), budget)
+
+
+@pytest.mark.parametrize("length,k", [(100, 5), (150, 7)])
+def test_placements_of_the_chrx_shape_with_patterns_apart_exact_keep_k_substitutions(length, k):
+    """The index shape of human chrX (###-######, ln 7, e = 1), placements the rule allows drawn at
+    random: no k substitutions kill every pattern when only those before a short gap look up
+    their neighborhoods; k + 1 do, and so do k when no pattern looks its neighborhoods up."""
+    mask, ln, e = "###-######", 7, 1
+    width = len(mask) + ln
+    rng = np.random.default_rng(length)
+    for x in (1, 2):
+        rule = Placement(k + 1, x, min_gap(mask, ln, e), width)
+        if rule.least_length() > length:
+            continue
+        for offsets in random_allowed(length, rule, rng, 4):
+            wide = looks_up_neighbors(offsets, width)
+            assert not kills_with(k, offsets, wide, mask, ln, e), offsets
+            assert kills_with(k + 1, offsets, wide, mask, ln, e)
+            assert kills_with(k, offsets, np.zeros(len(offsets), bool), mask, ln, e)  # all exact: lost
+
+
 def test_a_pattern_without_its_neighborhood_before_a_short_gap_would_be_lost():
     """The rule of looks_up_neighbors is needed: patterns 2 apart of mask '#', ln 2, both
     exact, die by one substitution where the first's neighborhood meets the second's '#'."""
