@@ -150,6 +150,7 @@ def test_placements_of_the_chrx_shape_with_patterns_apart_exact_keep_k_substitut
     mask, ln, e = "###-######", 7, 1
     width = len(mask) + ln
     rng = np.random.default_rng(length)
+    short = 0
     for x in (1, 2):
         rule = Placement(k + 1, x, min_gap(mask, ln, e), width)
         if rule.least_length() > length:
@@ -158,7 +159,10 @@ def test_placements_of_the_chrx_shape_with_patterns_apart_exact_keep_k_substitut
             wide = looks_up_neighbors(offsets, width)
             assert not kills_with(k, offsets, wide, mask, ln, e), offsets
             assert kills_with(k + 1, offsets, wide, mask, ln, e)
-            assert kills_with(k, offsets, np.zeros(len(offsets), bool), mask, ln, e)  # all exact: lost
+            if wide.any():  # a short gap left after the slack: all exact, a substitution there kills two
+                assert kills_with(k, offsets, np.zeros(len(offsets), bool), mask, ln, e)
+                short += 1
+    assert short >= 2
 
 
 def test_a_pattern_without_its_neighborhood_before_a_short_gap_would_be_lost():
