@@ -319,8 +319,7 @@ class Filter:
         if n_rows:
             d.launch(self.count_kernel, (n_rows * self.wg,), (self.wg,), *self.shape, np.uint32(self.saved),
                      *reads.buffers, *seg.tables, rows, reads.pattern_base, reads.exact_apart, into.item_count,
-                     into.read_count,
-                     into.saved, into.n_found)
+                     into.read_count, into.saved, into.n_found)
         return into
 
     def emit(self, seg: DeviceSegment, reads: "FilterReads", counted: "Counts") -> "DeviceCandidates":
@@ -342,8 +341,8 @@ class Filter:
         big_ranges, listed = d.empty(16 * most_big), d.zeros(4)
         d.launch(self.emit_kernel, global_size, (wg,), *self.shape, np.uint32(self.saved), np.uint32(self.key_bits),
                  *reads.buffers, *seg.tables, reads.pattern_base, reads.exact_apart, saved, n_found, seg.positions,
-                 self.contig_start,
-                 self.n_contigs, item_count, offsets_on_device, candidates, out_count, big_ranges, listed)
+                 self.contig_start, self.n_contigs, item_count, offsets_on_device, candidates, out_count, big_ranges,
+                 listed)
         # launched when there is nothing to expand too, so that every filter check builds it
         d.launch(self.expand_kernel, (max(1, most_big) * wg,), (wg,), big_ranges, listed, seg.positions,
                  self.contig_start, self.n_contigs, candidates)

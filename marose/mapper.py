@@ -16,7 +16,7 @@ from indexer.store import Index
 from . import device_reads, extend, lookup, placement
 from .device import PLAIN, Device
 from .device_reads import PackedOnDevice
-from .filter import DeviceCandidates, Filter, Layout, Strands
+from .filter import DeviceCandidates, Filter, Filtered, Layout, Strands
 from .filter import programs as filter_programs
 from .params import Choice, choose_filter
 from .reads import ReadBatch
@@ -227,7 +227,7 @@ class Mapper:
                 layout.place(rows, rule)
         return rows_e, layout
 
-    def _count_lookups(self, strands: Strands, filtered) -> None:
+    def _count_lookups(self, strands: Strands, filtered: Filtered) -> None:
         """Lookups of the rows' patterns (fixed, and placed), and of ranking the placed rows'
         offsets. (Each seed's hash is in one segment: a pattern is looked up there only.)"""
         placed = filtered.placed

@@ -58,9 +58,10 @@ placement guarantees at least what the fixed layout does, within the k the mappe
 (A rule such as "no gap larger than the fixed step" would not: patterns at 0, 16, 32, ... of
 width 17 hold fewer disjoint windows than 0, 17, 34, ..., so they survive fewer indels.)
 
-Among the placements that R allows, choose_offsets takes the one with the least summed cost, a
-pattern's cost being an estimate of the candidates its lookups return (pattern_cost): a dynamic
-program over (patterns placed, short gaps used, last offset), as cl/placement.cl computes it.
+Among the placements that R allows, choose_offsets takes the one with the least summed cost: a
+pattern followed by a short gap costs an estimate of the candidates its neighborhoods return
+(pattern_cost), any other its own key's positions; a dynamic program over (patterns placed,
+short gaps used, last offset), as cl/placement.cl computes it.
 Ranking a read's offsets costs a lookup each, so the filter first counts the fixed layout's
 patterns, and places only the read strands whose fixed patterns found more positions than they
 have offsets (worth_placing): the ones in repeats, which hold nearly all the candidates. Either
@@ -158,8 +159,8 @@ def looks_up_neighbors(offsets, width: int) -> np.ndarray:
 def fixed_layout_is_exact_apart(read_length: int, step: int, rule: Placement | None) -> bool:
     """Whether the fixed layout's patterns, looked up exactly but where looks_up_neighbors says,
     keep what the rule guarantees (rule.n - 1 substitutions, rule.n - 1 - rule.short_gaps edits):
-    by the theorem, when they are as many and have no more short gaps to spare, all at least
-    min_gap apart."""
+    by the theorem, when there are at least rule.n of them, all at least min_gap apart, and those
+    not after a short gap are at least as many as the rule leaves."""
     if rule is None:
         return False
     offsets = np.asarray(pattern_offsets(read_length, rule.width, step), np.int64)
