@@ -217,13 +217,15 @@ class Filter:
             rows = self.device.to_device(placed.astype(np.uint32))
             whole = worth_ranking_neighborhoods(found[placed], reads.lengths[placed], self.width, self.neighborhood)
             self.place(reads, layout, rows, placed, whole, segments())
-            lookups += self.placed_lookups(reads, placed)
         emitted = {}
         for seg in segments():  # counted again where placed, and emitted, in one walk
             counted = counts[id(seg.segment)]
             if placed.size:
                 self.count(seg, reads, rows, placed.size, counted)
-            emitted[id(seg.segment)] = self.emit(seg, reads, counted)
+            row_counts = counted.read_counts(self.device)  # once the counts, and the placing before them, are done
+            if placed.size and not emitted:  # read while nothing else is queued
+                lookups += self.placed_lookups(reads, placed)
+            emitted[id(seg.segment)] = self.emit(seg, reads, counted, row_counts)
         return Filtered(reads, [emitted[key] for key in counts], placed, lookups)
 
     def fixed_lookups(self, reads: "FilterReads", layout: Layout) -> int:
@@ -322,9 +324,11 @@ class Filter:
                      into.read_count, into.saved, into.n_found)
         return into
 
-    def emit(self, seg: DeviceSegment, reads: "FilterReads", counted: "Counts") -> "DeviceCandidates":
-        """Candidates of the rows left on the device, from their counts in the segment: row r's
-        are the first count[r] entries at offset[r] of the buffer, sorted and unique."""
+    def emit(self, seg: DeviceSegment, reads: "FilterReads", counted: "Counts",
+             counts: np.ndarray | None = None) -> "DeviceCandidates":
+        """Candidates of the rows left on the device, from their counts in the segment (counts:
+        counted.read_counts, when read already): row r's are the first count[r] entries at
+        offset[r] of the buffer, sorted and unique."""
         d = self.device
         n = reads.lengths.size
         if n == 0:
@@ -333,7 +337,7 @@ class Filter:
         wg = self.wg
         global_size = (n * wg,)
         item_count, read_count, saved, n_found = counted.item_count, counted.read_count, counted.saved, counted.n_found
-        counts = counted.read_counts(d)
+        counts = counted.read_counts(d) if counts is None else counts
         offsets = region_offsets(counts)
         candidates, out_count = d.empty(4 * int(offsets[-1])), d.empty(4 * n)
         offsets_on_device = d.to_device(offsets)
