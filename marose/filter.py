@@ -14,7 +14,7 @@ from .device import PLAIN, Device, groups
 from .device_reads import PackedOnDevice
 from .dna import N_CODE, complement
 from .lookup import DeviceSegment
-from .placement import (COST_CAP, SEED_SHARE, Placement, looks_up_neighbors, min_gap, worth_placing,
+from .placement import (COST_CAP, SEED_SHARE, Placement, min_gap, row_lookups, worth_placing,
                         worth_ranking_neighborhoods)
 from .regions import leading_entries, region_offsets
 from .row_sort import TILE, sort_long_rows
@@ -237,9 +237,8 @@ class Filter:
         total = 0
         for key, n in zip(shapes.tolist(), counts):
             length, step, exact = key >> 33, (key >> 1) & 0xFFFFFFFF, key & 1
-            offsets = np.array(pattern_offsets(length, self.width, step))
-            wide = looks_up_neighbors(offsets, self.width).sum() if exact else offsets.size
-            total += int(n) * (offsets.size + (self.neighborhood - 1) * int(wide))
+            total += int(n) * row_lookups(pattern_offsets(length, self.width, step), self.width, self.neighborhood,
+                                          bool(exact))
         return total
 
     def placed_lookups(self, reads: "FilterReads", placed: np.ndarray) -> int:

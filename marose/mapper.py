@@ -13,7 +13,7 @@ import numpy as np
 
 from indexer.store import Index
 
-from . import device_reads, extend, lookup, placement
+from . import device_reads, extend, lookup
 from .device import PLAIN, Device
 from .device_reads import PackedOnDevice
 from .filter import DeviceCandidates, Filter, Filtered, Layout, Strands
@@ -222,7 +222,7 @@ class Mapper:
             p, rule = chosen.params, chosen.placement
             rows = active & (strands.lengths == length)
             rows_e[rows], layout.step[rows] = p.e, p.step
-            layout.exact_apart[rows] = placement.fixed_layout_is_exact_apart(int(length), p.step, rule)
+            layout.exact_apart[rows] = chosen.exact_apart
             if rule is not None and self.filter(p.e).fits(rule, int(length)):
                 layout.place(rows, rule)
         return rows_e, layout

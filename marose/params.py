@@ -159,6 +159,12 @@ class Choice:
         p = self.params
         return placement.for_filter(self.read_length, self.max_errors, p.mask, p.ln, p.e, p.step, self.covers)
 
+    @cached_property
+    def exact_apart(self) -> bool:
+        """Whether the fixed layout's patterns look their neighborhoods up only before a short gap
+        (placement.fixed_layout_is_exact_apart)."""
+        return placement.fixed_layout_is_exact_apart(self.read_length, self.params.step, self.placement)
+
     def explain(self) -> str:
         """A few lines for `marose map --explain`."""
         p = self.params
@@ -180,11 +186,10 @@ class Choice:
             verdict,
         ]
         rule = self.placement
-        fixed = pattern_offsets(self.read_length, p.width, p.step)
         lookups, candidates = self.lookups_per_read, self.candidates_per_read
-        if placement.fixed_layout_is_exact_apart(self.read_length, p.step, rule):
-            wide = int(placement.looks_up_neighbors(fixed, p.width).sum())
-            lookups = len(fixed) - wide + wide * p.lookups_per_pattern
+        if self.exact_apart:
+            lookups = placement.row_lookups(pattern_offsets(self.read_length, p.width, p.step), p.width,
+                                            p.lookups_per_pattern, True)
             candidates *= lookups / self.lookups_per_read
         if rule is not None and p.lookups_per_pattern > 1:
             lines.append(f"a pattern looks up its neighborhoods only when the next one is less than {p.width} bases "

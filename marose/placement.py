@@ -156,6 +156,13 @@ def looks_up_neighbors(offsets, width: int) -> np.ndarray:
     return wide
 
 
+def row_lookups(offsets, width: int, neighborhood: int, exact_apart: bool) -> int:
+    """Lookups of one row's patterns at offsets: neighborhood a pattern that looks its
+    neighborhoods up (every one, unless the row is exact_apart: looks_up_neighbors), 1 another."""
+    wide = int(looks_up_neighbors(offsets, width).sum()) if exact_apart else len(offsets)
+    return len(offsets) + (neighborhood - 1) * wide
+
+
 def fixed_layout_is_exact_apart(read_length: int, step: int, rule: Placement | None) -> bool:
     """Whether the fixed layout's patterns, looked up exactly but where looks_up_neighbors says,
     keep what the rule guarantees (rule.n - 1 substitutions, rule.n - 1 - rule.short_gaps edits):
