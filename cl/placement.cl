@@ -42,14 +42,16 @@ void pattern_costs(PATTERN_ARGS, __global const uchar *reads, __global const uin
     if (whole) {
         for (uint o = lid; o < n_offsets; o += WG) {
             pattern_t p = make_pattern(read, o, span, ln, seed_mask);
-            uint total = 0, alone = 0;
-#define ADD_POSITIONS(range) total = min(total + min((range).y - (range).x, (uint)COST_CAP), (uint)COST_CAP)
-#define OWN_POSITIONS(range) alone = min((range).y - (range).x, (uint)COST_CAP)
-            if (p.ok && p.seed - seed_lo < n_seeds) {
+            uint total = 0, alone = 0, visited = 0;
+            /* the key itself comes first: its positions are what the pattern finds exactly */
+#define ADD_POSITIONS(range)                                                  \
+    do {                                                                      \
+        uint positions = min((range).y - (range).x, (uint)COST_CAP);          \
+        alone = visited++ == 0u ? positions : alone;                          \
+        total = min(total + positions, (uint)COST_CAP);                       \
+    } while (0)
+            if (p.ok && p.seed - seed_lo < n_seeds)
                 FOR_EACH_NEIGHBOR(p, true, ADD_POSITIONS);
-                FOR_EACH_NEIGHBOR(p, false, OWN_POSITIONS);
-            }
-#undef OWN_POSITIONS
 #undef ADD_POSITIONS
             if (!p.ok || p.seed - seed_lo < n_seeds) {
                 out[o] = total;
