@@ -187,7 +187,9 @@ inline void close_locus(locus_t *locus, uint first, uint last, uint *n, uint cap
  * earlier window's end, so an alignment to it starting before the later window spans more than
  * L + k bases, more than k edits, and its distance within k is the same. A window (merged or
  * not) that prefix_rejects holds no end within k and is not aligned (with prealign): a later
- * window gives those ends no less, so the loci are the same.
+ * window gives those ends no less, so the loci are the same. With kept_only, the candidates
+ * whose keep mark is 0 are skipped: the filter over candidates (cl/prefilter.cl) drops whole
+ * chains, whose windows hold no end within k.
  *
  * A work-item per task: row r's candidates are cut into slices of `slice`, its tasks
  * [task_base[r], task_base[r + 1]). Task t takes the candidates [first, first + slice) of its
@@ -212,7 +214,8 @@ __kernel void row_loci(__global const uchar *read_codes, __global const uint *re
                        __global const uint *starts, __global const uint *row_begin,
                        __global const uint *row_size, __global const uint *task_base, uint n_rows,
                        uint slice, __global const uint *contig_start, uint n_contigs, uint k,
-                       uint room, uint prealign, __global const uint *listed, __global const uint *listed_offset,
+                       uint room, uint prealign, __global const uchar *keep, uint kept_only,
+                       __global const uint *listed, __global const uint *listed_offset,
                        uint n_listed, __global uint *loci_count, __global uint *src,
                        __global uint *loci_end, __global uchar *loci_dist, __global uint *n_over,
                        __global uint *over_task, __global uint *over_found, __global uint *n_aligned)
@@ -223,6 +226,7 @@ __kernel void row_loci(__global const uchar *read_codes, __global const uint *re
     uint t = n_listed ? listed[g] : g;
     uint r = last_at_most(task_base, n_rows, t), first = (t - task_base[r]) * slice;
     __global const uint *run = starts + row_begin[r];
+    __global const uchar *kept = keep + row_begin[r];
     uint n_candidates = row_size[r], last = min(n_candidates, first + slice);
     uint length = read_length[r];
     uint words = (length + WORD_BITS - 1u) / WORD_BITS, bottom = (length - 1u) % WORD_BITS;
@@ -239,6 +243,8 @@ __kernel void row_loci(__global const uchar *read_codes, __global const uint *re
     for (; i < n_candidates; ++i) {
         if (i >= last && !(locus.open && locus.owner >= first && locus.owner < last))
             break;
+        if (kept_only && !kept[i])
+            continue;  /* its chain was dropped whole: as if it were not there */
         uint start = run[i];
         uint c = last_at_most(contig_start, n_contigs, start);
         uint window = start - contig_start[c] >= k ? start - k : contig_start[c];

@@ -5,8 +5,9 @@
  * first 64 bases, starting in the window's first e + k - L - w + 1 columns (where an alignment of
  * the whole read within k starts), end nowhere within k early enough to leave room for the rest
  * (prefix_rejects of cl/extend.cl, prealign.rejects); then, for the chains left, the read's last
- * 64 bases backwards from the window's end. prefilter marks the candidates kept, count_kept counts
- * them a task, gather_kept writes them one after another.
+ * 64 bases backwards from the window's end. prefilter marks each candidate kept or not, and
+ * prefilter_backwards marks again the candidates of the chains kept, counting those it keeps;
+ * row_loci then skips the candidates left unmarked, where they lie.
  *
  * A task is `slice` candidates of one row, as row_loci's; it tests the chains that start in it,
  * LANES windows at a time (the same read in every lane): one word of Myers a column for all of
@@ -48,13 +49,14 @@ inline bool continues_chain(__global const uint *run, uint i, uint k, __global c
 }
 
 /* Task t takes row r's candidates [first, first + slice) (r and first as in row_loci) and sets
- * keep[i] of the candidates of each chain that starts there: 1 when the chain is kept, else 0.
- * Reads of at most one word keep every candidate, as prefix_rejects does. */
+ * keep[i] of the candidates of each chain that starts there: 1 when the chain is kept, else 0;
+ * backwards, only of the chains whose candidates keep marks, adding those kept to n_kept. Reads
+ * of at most one word keep every candidate, as prefix_rejects does. */
 #define PREFILTER_ARGS                                                                                    \
     __global const uchar *read_codes, __global const uint *read_offset, __global const uint *read_length,  \
         __global const uchar *genome, __global const uint *starts, __global const uint *row_begin,         \
         __global const uint *row_size, __global const uint *task_base, uint n_rows, uint slice,            \
-        __global const uint *contig_start, uint n_contigs, uint k, __global uchar *keep
+        __global const uint *contig_start, uint n_contigs, uint k, __global uchar *keep, __global uint *n_kept
 
 inline void mark_kept(PREFILTER_ARGS, const uint backwards)
 {
@@ -68,15 +70,19 @@ inline void mark_kept(PREFILTER_ARGS, const uint backwards)
     if (length <= WORD_BITS) {
         for (uint i = first; i < last; ++i)
             mark[i] = 1;
+        if (backwards && last > first)
+            atomic_add(n_kept, last - first);
         return;
     }
     ulong peq[4];
     first_word_masks(read_codes + read_offset[r], length, backwards, peq);
     uint cut = length - min(length, WORD_BITS + k);
-    uint i = first;
+    uint i = first, kept = 0;
     if (i > 0u)  /* the task before tests the chain running into this one */
         while (i < last && continues_chain(run, i, k, contig_start, n_contigs))
             ++i;
+    while (backwards && i < last && !mark[i])  /* a chain the first pass dropped: all its marks are 0 */
+        ++i;
     while (i < last) {
         /* LANES chains at once, the lanes in arrays and each step a loop over them, which the
            compiler may turn into vector instructions of the device's width */
@@ -103,6 +109,8 @@ inline void mark_kept(PREFILTER_ARGS, const uint backwards)
             mv[l] = 0UL;
             score[l] = best[l] = (int)WORD_BITS;
             i = max(i, chain_end[l] + 1u);
+            while (backwards && i < last && !mark[i])
+                ++i;
         }
         for (int c = 0; c < most; ++c) {
             for (uint l = 0; l < LANES; ++l) {
@@ -137,53 +145,27 @@ inline void mark_kept(PREFILTER_ARGS, const uint backwards)
                     break;
             }
         }
-        for (uint l = 0; l < LANES; ++l)
+        for (uint l = 0; l < LANES; ++l) {
+            uchar kept_here = columns[l] > 0 && best[l] <= (int)k;
             for (uint j = chain[l]; j <= chain_end[l] && j + 1u > chain[l]; ++j)
-                mark[j] = columns[l] > 0 && best[l] <= (int)k;
+                mark[j] = kept_here;
+            kept += kept_here ? chain_end[l] + 1u - chain[l] : 0u;  /* kept: a chain of its own */
+        }
     }
+    if (backwards && kept)
+        atomic_add(n_kept, kept);
 }
 
 __kernel void prefilter(PREFILTER_ARGS)
 {
     mark_kept(read_codes, read_offset, read_length, genome, starts, row_begin, row_size, task_base, n_rows, slice,
-              contig_start, n_contigs, k, keep, 0u);
+              contig_start, n_contigs, k, keep, n_kept, 0u);
 }
 
-/* prefilter with the read's last 64 bases, backwards from the window's end. */
+/* prefilter with the read's last 64 bases, backwards from the window's end, over the chains
+ * prefilter kept. */
 __kernel void prefilter_backwards(PREFILTER_ARGS)
 {
     mark_kept(read_codes, read_offset, read_length, genome, starts, row_begin, row_size, task_base, n_rows, slice,
-              contig_start, n_contigs, k, keep, 1u);
-}
-
-/* kept_count[t]: the candidates of task t (as prefilter's) that keep marks. */
-__kernel void count_kept(__global const uchar *keep, __global const uint *row_begin, __global const uint *row_size,
-                         __global const uint *task_base, uint n_rows, uint slice, __global uint *kept_count)
-{
-    uint t = get_global_id(0);
-    if (t >= task_base[n_rows])
-        return;
-    uint r = last_at_most(task_base, n_rows, t), first = (t - task_base[r]) * slice;
-    __global const uchar *mark = keep + row_begin[r];
-    uint n = 0;
-    for (uint i = first; i < min(row_size[r], first + slice); ++i)
-        n += mark[i];
-    kept_count[t] = n;
-}
-
-/* A work-item per task: its candidates that keep marks, in order, to out from task_out[t]. */
-__kernel void gather_kept(__global const uint *starts, __global const uchar *keep, __global const uint *row_begin,
-                          __global const uint *row_size, __global const uint *task_base, uint n_rows, uint slice,
-                          __global const uint *task_out, __global uint *out)
-{
-    uint t = get_global_id(0);
-    if (t >= task_base[n_rows])
-        return;
-    uint r = last_at_most(task_base, n_rows, t), first = (t - task_base[r]) * slice, n = 0;
-    __global const uint *run = starts + row_begin[r];
-    __global const uchar *mark = keep + row_begin[r];
-    __global uint *to = out + task_out[t];
-    for (uint i = first; i < min(row_size[r], first + slice); ++i)
-        if (mark[i])
-            to[n++] = run[i];
+              contig_start, n_contigs, k, keep, n_kept, 1u);
 }

@@ -284,16 +284,13 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     n_rows = reads.lengths.size
     if not candidates or sum(c.size for c in candidates) == 0:
         return _no_loci(device, np.zeros(n_rows, np.int64))
-    values, row_begin, candidate_count = _one_run_per_row(device, candidates)
+    values, row_begin, row_size = _one_run_per_row(device, candidates)
     defines = alignment_defines(device, int(reads.lengths.max()), k, merge_windows)
-    row_size = candidate_count
+    keep, n_kept = device.empty(1), None
     if prealign and (prefilter.pays(device, reads.lengths) if prefiltered is None else prefiltered):
-        values, row_begin, row_size = prefilter.kept_candidates(device, ALIGN, defines, reads, genome_buffer, values,
-                                                                row_begin, row_size, contig_start_buffer, n_contigs,
-                                                                k, SLICE)
-        prealign = False  # the windows left hold ends within k: row_loci's own test would keep them all
-        if not row_size.any():
-            return _no_loci(device, candidate_count)
+        keep, n_kept = prefilter.marks(device, ALIGN, defines, reads, genome_buffer, values, row_begin, row_size,
+                                       contig_start_buffer, n_contigs, k, SLICE)
+        prealign = False  # the windows kept hold ends within k: row_loci's own test would keep them all
     task_base = region_offsets(-(-row_size // SLICE))
     n_tasks = int(task_base[-1])
     if n_tasks * ROOM >= RERUN:
@@ -307,7 +304,7 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     arguments = (*reads.buffers, genome_buffer, values, device.to_device(row_begin.astype(np.uint32)),
                  device.to_device(row_size.astype(np.uint32)), task_base_buffer, np.uint32(n_rows),
                  np.uint32(SLICE), contig_start_buffer, np.uint32(n_contigs), np.uint32(k), np.uint32(ROOM),
-                 np.uint32(prealign))
+                 np.uint32(prealign), keep, np.uint32(n_kept is not None))
     results = (found, src)
     unlisted = over_task  # no tasks listed: the first run takes them all
     device.launch(kernel, groups(n_tasks, 64), None, *arguments, unlisted, unlisted, np.uint32(0), *results,
@@ -320,9 +317,10 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
         dists.append(device.empty(int(offsets[-1])))
         device.launch(kernel, groups(rerun, 64), None, *arguments, over_task, device.to_device(offsets),
                       np.uint32(rerun), *results, ends[1], dists[1], n_over, over_task, over_found, n_aligned)
-    return RowLoci(row_counts(device, task_base_buffer, found, src, n_rows), candidate_count,
-                   int(device.read(n_aligned, np.uint32, 1)[0]), task_base, found, src, (ends[0], ends[-1]),
-                   (dists[0], dists[-1]), task_base_buffer, prefiltered=int(row_size.sum()))
+    counts = row_counts(device, task_base_buffer, found, src, n_rows)
+    kept = int(row_size.sum()) if n_kept is None else int(device.read(n_kept, np.uint32, 1)[0])
+    return RowLoci(counts, row_size, int(device.read(n_aligned, np.uint32, 1)[0]), task_base, found, src,
+                   (ends[0], ends[-1]), (dists[0], dists[-1]), task_base_buffer, prefiltered=kept)
 
 
 def row_counts(device: Device, task_base_buffer, found, src, n_rows: int) -> np.ndarray:

@@ -531,7 +531,7 @@ MAP_CHECKS = [
     ("fixed_offsets, pattern_costs, place_patterns, filter_count, filter_emit, expand_ranges and the row sorts "
      "(the filter's pattern offsets and candidates)", check_filter),
     ("sort_chunks, merge_tiles, count_unique, scan_unique, write_unique (long rows)", check_row_sort),
-    ("prefilter, gather_kept, row_loci, merge_runs, row_counts, best_loci, place_loci (loci within k edits)",
+    ("prefilter, prefilter_backwards, row_loci, merge_runs, row_counts, best_loci, place_loci (loci within k edits)",
      check_loci),
     ("traceback, alignment_text (CIGAR, NM, MD)", check_alignments),
     ("prefilter, row_loci, traceback for reads of 50, 150, 250 and 300 bases", check_read_lengths),

@@ -7,8 +7,9 @@ where an alignment of the whole read within k can).
 row_loci applies the first part of the test (the first 64 bases) to each window it would align.
 Run first, over the candidates, it takes several windows of a read at once, one word of
 Myers a column for all of them, which a CPU runs side by side, and stops a window as soon as no
-row it may still cross holds k or less. Dropping windows that hold no end within k leaves
-row_loci's loci as they are (marose.extend.row_loci), so the output is the same. On human chrX
+row it may still cross holds k or less. It marks the candidates kept, and row_loci skips the
+others where they lie. Dropping windows that hold no end within k leaves row_loci's loci as they
+are (marose.extend.row_loci), so the output is the same. On human chrX
 (100 bp reads, k = 5) it keeps 2.8% of the candidates.
 """
 
@@ -41,50 +42,31 @@ def wanted(is_cpu: bool, platform_version: str, forced: str = "") -> bool:
     a CPU whose compiler makes vector code of its lanes. PoCL 3.0 and 3.1 do, and the filter takes
     a fifth to a third off chrX's time there; PoCL 5.0 leaves them scalar, four to six times
     slower, and row_loci's own test alone is faster (1.4-2.1x on chrX). A GPU runs that test, one
-    window a work-item, among many work-items already."""
+    window a work-item, among many work-items already: on the H100 the filter's two passes took
+    longer than they saved row_loci (1,000,000 chrX reads: kernels 0.55 against 0.52 s)."""
     if forced in ("on", "off"):
         return forced == "on"
     pocl = re.search(r"PoCL (\d+)\.", platform_version)
     return is_cpu and not (pocl and int(pocl.group(1)) >= SCALAR_POCL)
 
 
-def kept_candidates(device: Device, program: tuple, defines: dict, reads, genome_buffer, values, row_begin: np.ndarray,
-                    row_size: np.ndarray, contig_start_buffer, n_contigs: int, k: int,
-                    slice_size: int) -> tuple[object, np.ndarray, np.ndarray]:
-    """(buffer, row begin, row size) of the candidates each row keeps, sorted and unique as given:
-    prealign.kept's. The chains are tested with the read's first 64 bases, and those kept with its
-    last 64 bases. program, defines: the alignment program that holds cl/prefilter.cl and its build
-    options; reads: extend.DeviceReads; slice_size: candidates a work-item takes."""
-    for backwards in (False, True):
-        values, row_begin, row_size = _kept(device, program, defines, reads, genome_buffer, values, row_begin,
-                                            row_size, contig_start_buffer, n_contigs, k, slice_size, backwards)
-    return values, row_begin, row_size
-
-
-def _kept(device: Device, program: tuple, defines: dict, reads, genome_buffer, values, row_begin: np.ndarray,
-          row_size: np.ndarray, contig_start_buffer, n_contigs: int, k: int, slice_size: int,
-          backwards: bool) -> tuple[object, np.ndarray, np.ndarray]:
-    """One pass of kept_candidates: the read's first 64 bases, or its last 64 backwards."""
+def marks(device: Device, program: tuple, defines: dict, reads, genome_buffer, values, row_begin: np.ndarray,
+          row_size: np.ndarray, contig_start_buffer, n_contigs: int, k: int, slice_size: int) -> tuple[object, object]:
+    """(keep, n_kept): buffers of a mark per candidate (uint8, 1 where the candidate is kept, at the
+    candidate's own index in values) and of the number kept (one uint32), for the candidates each
+    row holds at [row_begin, + row_size) of values, sorted and unique: prealign.kept's. The chains
+    are tested with the read's first 64 bases, and those kept with its last 64 bases; the host
+    waits for neither. program, defines: the alignment program that holds cl/prefilter.cl and its
+    build options; reads: extend.DeviceReads; slice_size: candidates a work-item takes."""
     n_rows = row_size.size
     task_base = region_offsets(-(-row_size // slice_size))
     n_tasks = int(task_base[-1])
+    keep, n_kept = device.empty(max(1, int((row_begin.astype(np.int64) + row_size).max(initial=0)))), device.zeros(4)
     if n_tasks == 0:
-        return values, row_begin, row_size
-    task_base_buffer = device.to_device(task_base)
+        return keep, n_kept
     rows = (device.to_device(row_begin.astype(np.uint32)), device.to_device(row_size.astype(np.uint32)))
-    tasks = (task_base_buffer, np.uint32(n_rows), np.uint32(slice_size))
-    keep = device.empty(int((row_begin.astype(np.int64) + row_size).max()))
-    device.launch(device.kernel(program, "prefilter_backwards" if backwards else "prefilter", defines),
-                  groups(n_tasks, 64), None, *reads.buffers, genome_buffer, values, *rows, *tasks, contig_start_buffer,
-                  np.uint32(n_contigs), np.uint32(k), keep)
-    kept_count = device.empty(4 * n_tasks)
-    device.launch(device.kernel(program, "count_kept", defines), groups(n_tasks, 64), None, keep, *rows, *tasks,
-                  kept_count)
-    counts = device.read(kept_count, np.uint32, n_tasks).astype(np.int64)
-    task_out = region_offsets(counts)
-    out = device.empty(4 * max(1, int(task_out[-1])))
-    device.launch(device.kernel(program, "gather_kept", defines), groups(n_tasks, 64), None, values, keep, *rows,
-                  *tasks, device.to_device(task_out), out)
-    kept_size = np.add.reduceat(np.append(counts, 0), task_base[:-1]) if n_rows else np.zeros(0, np.int64)
-    kept_size[row_size == 0] = 0
-    return out, task_out[task_base[:-1]].astype(np.int64), kept_size
+    tasks = (device.to_device(task_base), np.uint32(n_rows), np.uint32(slice_size))
+    for name in ("prefilter", "prefilter_backwards"):
+        device.launch(device.kernel(program, name, defines), groups(n_tasks, 64), None, *reads.buffers, genome_buffer,
+                      values, *rows, *tasks, contig_start_buffer, np.uint32(n_contigs), np.uint32(k), keep, n_kept)
+    return keep, n_kept

@@ -99,31 +99,35 @@ def test_windows_too_short_for_the_first_word_are_rejected(device) -> None:
 
 @pytest.mark.parametrize("k,slice_size", [(0, 32), (5, 7), (8, 3)])
 def test_prefilter_keeps_what_the_twin_keeps_and_every_end_within_k(device, k: int, slice_size: int) -> None:
-    """prefilter.kept_candidates over rows cut into tasks of slice_size candidates (chains running
-    from one task into the next, lanes left empty) == its twin prealign.kept, in order; a candidate
-    dropped holds no end within k in its window, a read of one word keeps all of them."""
+    """prefilter.marks over rows cut into tasks of slice_size candidates (chains running from one
+    task into the next, lanes left empty) marks what its twin prealign.kept keeps, and counts
+    them; a candidate dropped holds no end within k in its window, a read of one word keeps all
+    of them."""
     case = Windows(10 + k, k)
     rows = [sorted(set(starts)) for starts in case.starts]
     rows[2] = []  # a row without candidates
     values, row_begin, row_size = extend._one_run_per_row(device, [device_candidates(device, rows)])
     reads = extend.upload_reads(device, case.reads)
     defines = extend.alignment_defines(device, max(map(len, case.reads)), k)
-    kept, kept_begin, kept_size = prefilter.kept_candidates(
-        device, extend.ALIGN, defines, reads, device.to_device(case.genome), values, row_begin, row_size,
-        device.to_device(case.bounds.astype(np.uint32)), 2, k, slice_size)
-    got = device.read(kept, np.uint32, int(kept_size.sum())) if kept_size.sum() else np.zeros(0, np.uint32)
-    assert kept_begin.tolist() == np.concatenate(([0], np.cumsum(kept_size)[:-1])).tolist()
+    keep, n_kept = prefilter.marks(device, extend.ALIGN, defines, reads, device.to_device(case.genome), values,
+                                   row_begin, row_size, device.to_device(case.bounds.astype(np.uint32)), 2, k,
+                                   slice_size)
+    total, span = int(row_size.sum()), int((row_begin + row_size).max())
+    starts, marks = device.read(values, np.uint32, span), device.read(keep, np.uint8, span)
     dropped = 0
-    for r, starts in enumerate(rows):
-        want = prealign.kept(case.reads[r], case.genome, starts, case.bounds, k)
-        assert got[kept_begin[r]:kept_begin[r] + kept_size[r]].tolist() == want
+    for r, row in enumerate(rows):
+        assert starts[row_begin[r]:row_begin[r] + row_size[r]].tolist() == row
+        want = prealign.kept(case.reads[r], case.genome, row, case.bounds, k)
+        got = [p for p, mark in zip(row, marks[row_begin[r]:row_begin[r] + row_size[r]]) if mark]
+        assert got == want
         if len(case.reads[r]) <= 64:
-            assert want == starts
-        for p in sorted(set(starts) - set(want)):
+            assert want == row
+        for p in sorted(set(row) - set(want)):
             contig = np.searchsorted(case.bounds, p, side="right") - 1
             w, e = prealign.window(p, len(case.reads[r]), case.bounds[contig], case.bounds[contig + 1], k)
             assert align.end_distances(case.reads[r], case.genome[w:e], k).min() > k
             dropped += 1
+    assert int(device.read(n_kept, np.uint32, 1)[0]) == total - dropped
     assert dropped > len(rows)  # most candidates far from a copy are dropped
     assert slice_size > 16 or any(first // slice_size < last // slice_size  # a chain runs into the next task
                                   for row in rows for first, last in prealign.chains(row, case.bounds, k))
