@@ -478,3 +478,12 @@ def test_tracebacks_where_the_end_diagonal_has_several_mismatches(device) -> Non
     dist = [align.traceback(r, genome, e, k).dist for r, e in zip(reads, ends)]
     several = [(h, d) for h, d in zip(cases, dist) if 2 <= h <= k]
     assert any(h == d for h, d in several) and any(h > d for h, d in several)
+
+
+def test_a_gpu_walks_shorter_slices_of_candidates_than_a_cpu(device) -> None:
+    class Gpu:
+        is_cpu = False
+
+    assert extend.slice_size(device) == (extend.SLICE if device.is_cpu else extend.GPU_SLICE)
+    assert extend.slice_size(Gpu()) == extend.GPU_SLICE < extend.SLICE
+    assert extend.room(extend.GPU_SLICE) == 3 and extend.room(1) == 1  # more loci than room: run again
