@@ -293,7 +293,7 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     Candidates less than k + 2 apart are aligned as one window (merge_windows), and windows the
     pre-alignment filter (marose.prealign) rejects are not aligned (prealign): the loci are the
     same either way. With prefiltered (default: where prefilter.pays), that test runs first over
-    the candidates' own windows (marose.prefilter), and the candidates it rejects are dropped."""
+    the candidates' own windows (marose.prefilter), and row_loci skips the candidates it rejects."""
     _check_k(k)
     n_rows = reads.lengths.size
     if not candidates or sum(c.size for c in candidates) == 0:
@@ -320,8 +320,7 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     arguments = (*reads.buffers, genome_buffer, values, device.to_device(row_begin.astype(np.uint32)),
                  device.to_device(row_size.astype(np.uint32)), task_base_buffer, np.uint32(n_rows),
                  np.uint32(slice_candidates), contig_start_buffer, np.uint32(n_contigs), np.uint32(k),
-                 np.uint32(task_room),
-                 np.uint32(prealign), keep, np.uint32(n_kept is not None))
+                 np.uint32(task_room), np.uint32(prealign), keep, np.uint32(n_kept is not None))
     results = (found, src)
     unlisted = over_task  # no tasks listed: the first run takes them all
     device.launch(kernel, groups(n_tasks, 64), None, *arguments, unlisted, unlisted, np.uint32(0), *results,
