@@ -212,11 +212,12 @@ class Filter:
         if np.any(reads.placeable):
             found = sum(c.read_counts(self.device) for c in counts.values())
             placed = np.flatnonzero(reads.placeable & worth_placing(found, reads.lengths, self.width))
-        lookups = self.fixed_lookups(reads, layout)
+        lookups, ranking = self.fixed_lookups(reads, layout), 0
         if placed.size:
             rows = self.device.to_device(placed.astype(np.uint32))
             whole = worth_ranking_neighborhoods(found[placed], reads.lengths[placed], self.width, self.neighborhood)
             self.place(reads, layout, rows, placed, whole, segments())
+            ranking = int(np.sum((reads.lengths[placed] - self.width + 1) * np.where(whole, self.neighborhood, 1)))
         emitted = {}
         for seg in segments():  # counted again where placed, and emitted, in one walk
             counted = counts[id(seg.segment)]
@@ -226,7 +227,7 @@ class Filter:
             if placed.size and not emitted:  # read while nothing else is queued
                 lookups += self.placed_lookups(reads, placed)
             emitted[id(seg.segment)] = self.emit(seg, reads, counted, row_counts)
-        return Filtered(reads, [emitted[key] for key in counts], placed, lookups)
+        return Filtered(reads, [emitted[key] for key in counts], placed, lookups, ranking)
 
     def fixed_lookups(self, reads: "FilterReads", layout: Layout) -> int:
         """Lookups of every active row's patterns in the fixed layout (filter_count's; its emit's
@@ -417,6 +418,7 @@ class Filtered:
     found: list  # DeviceCandidates per segment
     placed: np.ndarray  # row numbers, int64
     lookups: int  # of the rows' patterns, in the fixed layout and where placed
+    ranking_lookups: int = 0  # of ranking the placed rows' offsets (pattern_costs)
 
 
 @dataclass

@@ -207,7 +207,7 @@ class Mapper:
         for e in _distinct(rows_e[rows_e >= 0]):
             filtered = self.filter(int(e)).candidates(strands, layout, rows_e == e, segments)
             found.extend(filtered.found)
-            self._count_lookups(strands, filtered)
+            self._count_lookups(filtered)
         return found
 
     def layout(self, strands: Strands, active: np.ndarray) -> tuple[np.ndarray, Layout]:
@@ -227,13 +227,11 @@ class Mapper:
                 layout.place(rows, rule)
         return rows_e, layout
 
-    def _count_lookups(self, strands: Strands, filtered: Filtered) -> None:
+    def _count_lookups(self, filtered: Filtered) -> None:
         """Lookups of the rows' patterns (fixed, and placed), and of ranking the placed rows'
         offsets. (Each seed's hash is in one segment: a pattern is looked up there only.)"""
-        placed = filtered.placed
-        self.stats.placed += placed.size
-        self.stats.lookups += filtered.lookups + int(np.sum(strands.lengths[placed].astype(np.int64)
-                                                            - self.index.params.width + 1))
+        self.stats.placed += filtered.placed.size
+        self.stats.lookups += filtered.lookups + filtered.ranking_lookups
 
     def _extend(self, strands: Strands, reads: extend.DeviceReads, candidates: list[DeviceCandidates],
                 packed: PackedOnDevice) -> tuple[Hits | extend.DeviceHits, np.ndarray]:

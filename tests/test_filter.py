@@ -15,6 +15,7 @@ from marose.filter_twin import fixed_offsets, layout_patterns, pattern_offsets, 
 from marose.placement import Placement, min_gap
 from marose.reads import ReadBatch
 from marose.reference import Reference, read_fasta
+from marose.sensitivity import neighborhood_size
 
 
 def with_copies(ref, rng, copies=20, size=2000, diverged=0.03):
@@ -84,6 +85,9 @@ def test_kernel_equals_numpy_twin(device, mask, ln, e, step, seg_size, batch, wg
     assert want.row.size >= 35  # most reads find their own locus
     assert filtered.lookups == expected_lookups(params, strands, e, step, layout.exact_apart, filtered.placed,
                                                 want_offsets)
+    offsets_ranked = int(np.sum(strands.lengths[filtered.placed] - params.width + 1))
+    # one lookup an offset, or its whole neighborhood's where the row's fixed patterns found many positions
+    assert offsets_ranked <= filtered.ranking_lookups <= neighborhood_size(ln, e) * offsets_ranked
     for on_device in filtered.found:  # each segment's rows sorted and unique
         written = device.read(on_device.count, np.uint32, strands.n)
         found = device.read(on_device.buffer, np.uint32, int(on_device.offsets[-1]))
@@ -163,7 +167,6 @@ def expected_lookups(params, strands, e, step, fixed_exact, placed, offsets) -> 
     """Lookups of every row's fixed patterns and of the placed rows' patterns, a pattern looking up
     its neighborhoods unless its row may be exact and no short gap follows it."""
     from marose.placement import looks_up_neighbors
-    from marose.sensitivity import neighborhood_size
 
     def of_row(row_offsets, exact: bool) -> int:
         wide = looks_up_neighbors(row_offsets, params.width) if exact else np.ones(len(row_offsets), bool)
