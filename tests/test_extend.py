@@ -207,6 +207,7 @@ ROW_LOCI_CASES = [(k, 4 if (i + j) % 2 == 0 else 2, slice_size, True, True, None
 ROW_LOCI_CASES += [(3, 4, slice_size, merge, pre, None) for slice_size in (1, 32)
                    for merge, pre in ((False, False), (True, False), (False, True))]
 ROW_LOCI_CASES += [(3, 4, 3, True, True, False), (3, 4, 32, False, True, True), (8, 4, 32, True, True, False)]
+ROW_LOCI_CASES += [(k, 4, extend.GPU_SLICE, True, True, False) for k in (3, 8)]  # as a GPU runs it
 
 
 @pytest.mark.parametrize("k,alphabet,slice_size,merge_windows,prealign,prefiltered", ROW_LOCI_CASES)
