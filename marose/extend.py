@@ -227,17 +227,26 @@ class RowLoci:
 
 SLICE = 32  # candidates of a row one work-item of row_loci takes (on a GPU, GPU_SLICE)
 GPU_SLICE = 8  # see slice_size
+GPU_MAX_TASKS = 1 << 27  # see slice_size
 RERUN = 1 << 31  # added to a task's src when its loci are in the rerun's buffers
 MERGE_GROUP = 64  # work-items merging one row's runs
 
 
-def slice_size(device: Device) -> int:
+def slice_size(device: Device, n_candidates: int) -> int:
     """Candidates of a row that a work-item of row_loci (and of the filter over candidates)
-    takes. A GPU's work-items walk fewer, so that those of a warp, whose windows are rejected
-    after different numbers of columns, wait less for each other (H100, 1,000,000 chrX reads:
-    row_loci 0.218 s with 32, 0.193 s with 16, 0.172 s with 8); a CPU's walk more, each task's
-    set-up (the read's match masks) then shared by more windows."""
-    return SLICE if device.is_cpu else GPU_SLICE
+    takes, for a batch of n_candidates. A GPU's work-items walk fewer, so that those of a warp,
+    whose windows are rejected after different numbers of columns, wait less for each other
+    (H100, 1,000,000 chrX reads: row_loci 0.218 s with 32, 0.193 s with 16, 0.172 s with 8);
+    but no more than GPU_MAX_TASKS of them, up to SLICE: a task takes 16 bytes of the device's
+    memory, and 5 for each locus it has room for, and a batch of 100,000 reads against the
+    3.1 Gbp reference holds 4.3 billion candidates. A CPU's walk SLICE, each task's set-up (the read's match masks) then shared by
+    more windows."""
+    if device.is_cpu:
+        return SLICE
+    size = GPU_SLICE
+    while size < SLICE and n_candidates > size * GPU_MAX_TASKS:
+        size *= 2
+    return size
 
 
 def room(slice_candidates: int) -> int:
@@ -301,7 +310,7 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     values, row_begin, row_size = _one_run_per_row(device, candidates)
     defines = alignment_defines(device, int(reads.lengths.max()), k, merge_windows)
     keep, n_kept = device.empty(1), None
-    slice_candidates = slice_size(device)
+    slice_candidates = slice_size(device, int(row_size.sum()))
     task_room = room(slice_candidates)
     if prealign and (prefilter.pays(device, reads.lengths) if prefiltered is None else prefiltered):
         keep, n_kept = prefilter.marks(device, ALIGN, defines, reads, genome_buffer, values, row_begin, row_size,

@@ -485,6 +485,9 @@ def test_a_gpu_walks_shorter_slices_of_candidates_than_a_cpu(device) -> None:
     class Gpu:
         is_cpu = False
 
-    assert extend.slice_size(device) == (extend.SLICE if device.is_cpu else extend.GPU_SLICE)
-    assert extend.slice_size(Gpu()) == extend.GPU_SLICE < extend.SLICE
+    assert extend.slice_size(device, 10**6) == (extend.SLICE if device.is_cpu else extend.GPU_SLICE)
+    assert extend.slice_size(Gpu(), 21_600_000) == extend.GPU_SLICE < extend.SLICE  # 100,000 chrX reads
+    # a batch of 100,000 reads against 3.1 Gbp: its tasks' arrays no larger than with SLICE
+    assert extend.slice_size(Gpu(), 4_300_000_000) == extend.SLICE
+    assert extend.slice_size(Gpu(), 2 * extend.GPU_SLICE * extend.GPU_MAX_TASKS) == 2 * extend.GPU_SLICE
     assert extend.room(extend.GPU_SLICE) == 3 and extend.room(1) == 1  # more loci than room: run again
