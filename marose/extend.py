@@ -239,8 +239,8 @@ def slice_size(device: Device, n_candidates: int) -> int:
     (H100, 1,000,000 chrX reads: row_loci 0.218 s with 32, 0.193 s with 16, 0.172 s with 8);
     but no more than GPU_MAX_TASKS of them, up to SLICE: a task takes 16 bytes of the device's
     memory, and 5 for each locus it has room for, and a batch of 100,000 reads against the
-    3.1 Gbp reference holds 4.3 billion candidates. A CPU's walk SLICE, each task's set-up (the read's match masks) then shared by
-    more windows."""
+    3.1 Gbp reference holds 4.3 billion candidates. A CPU's walk SLICE, each task's set-up (the
+    read's match masks) then shared by more windows."""
     if device.is_cpu:
         return SLICE
     size = GPU_SLICE
