@@ -8,8 +8,9 @@ plain FASTQ file go as byte ranges that start at records, read_ranges.py, so tha
 does not read them at all); other input (gzip, stdin) goes through a pipe. Into a regular SAM
 file the device processes write their records themselves, each batch at the offset the main
 process gives it once the batches before it have told their sizes; BAM records (compressed in the
-main process, as one stream) and SAM for stdout, a device or a pipe come back through a pipe. Pairs: every process learns the insert size from the same first pairs, sent to
-each. The output is the one a single device writes."""
+main process, as one stream) and SAM for stdout, a device or a pipe come back through a pipe.
+Pairs: every process learns the insert size from the same first pairs, sent to each. The output
+is the one a single device writes."""
 
 from __future__ import annotations
 

@@ -249,6 +249,19 @@ def slice_size(device: Device, n_candidates: int) -> int:
     return size
 
 
+def task_arguments(device: Device, reads: DeviceReads, genome_buffer, values, row_begin: np.ndarray,
+                   row_size: np.ndarray, task_base: np.ndarray, slice_candidates: int, contig_start_buffer,
+                   n_contigs: int, k: int) -> tuple[tuple, object]:
+    """The first arguments of row_loci and of the filter over candidates (cl/prefilter.cl,
+    PREFILTER_ARGS), which cut each row's candidates [row_begin, + row_size) of values into tasks
+    of slice_candidates, row r's [task_base[r], task_base[r + 1]); and task_base on the device."""
+    task_base_buffer = device.to_device(task_base)
+    arguments = (*reads.buffers, genome_buffer, values, device.to_device(row_begin.astype(np.uint32)),
+                 device.to_device(row_size.astype(np.uint32)), task_base_buffer, np.uint32(row_size.size),
+                 np.uint32(slice_candidates), contig_start_buffer, np.uint32(n_contigs), np.uint32(k))
+    return arguments, task_base_buffer
+
+
 def room(slice_candidates: int) -> int:
     """Loci a task of row_loci has room for (most find none); those that find more run again."""
     return slice_candidates // 4 + 1
@@ -309,27 +322,24 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
         return _no_loci(device, np.zeros(n_rows, np.int64))
     values, row_begin, row_size = _one_run_per_row(device, candidates)
     defines = alignment_defines(device, int(reads.lengths.max()), k, merge_windows)
-    keep, n_kept = device.empty(1), None
     slice_candidates = slice_size(device, int(row_size.sum()))
     task_room = room(slice_candidates)
-    if prealign and (prefilter.pays(device, reads.lengths) if prefiltered is None else prefiltered):
-        keep, n_kept = prefilter.marks(device, ALIGN, defines, reads, genome_buffer, values, row_begin, row_size,
-                                       contig_start_buffer, n_contigs, k, slice_candidates)
-        prealign = False  # the windows kept hold ends within k: row_loci's own test would keep them all
     task_base = region_offsets(-(-row_size // slice_candidates))
     n_tasks = int(task_base[-1])
     if n_tasks * task_room >= RERUN:
         raise MemoryError("too many candidates in one batch; use a smaller --batch-size")
+    tasks, task_base_buffer = task_arguments(device, reads, genome_buffer, values, row_begin, row_size, task_base,
+                                             slice_candidates, contig_start_buffer, n_contigs, k)
+    keep, n_kept = device.empty(1), None
+    if prealign and (prefilter.pays(device, reads.lengths) if prefiltered is None else prefiltered):
+        keep, n_kept = prefilter.marks(device, ALIGN, defines, tasks, n_tasks, int((row_begin + row_size).max()))
+        prealign = False  # the windows kept hold ends within k: row_loci's own test would keep them all
     kernel = device.kernel(ALIGN, "row_loci", defines)
-    task_base_buffer = device.to_device(task_base)
     found, src = device.empty(4 * n_tasks), device.empty(4 * n_tasks)
     ends, dists = [device.empty(4 * n_tasks * task_room)], [device.empty(n_tasks * task_room)]
     n_over, n_aligned = device.zeros(4), device.zeros(4)
     over_task, over_found = device.empty(4 * n_tasks), device.empty(4 * n_tasks)
-    arguments = (*reads.buffers, genome_buffer, values, device.to_device(row_begin.astype(np.uint32)),
-                 device.to_device(row_size.astype(np.uint32)), task_base_buffer, np.uint32(n_rows),
-                 np.uint32(slice_candidates), contig_start_buffer, np.uint32(n_contigs), np.uint32(k),
-                 np.uint32(task_room), np.uint32(prealign), keep, np.uint32(n_kept is not None))
+    arguments = (*tasks, np.uint32(task_room), np.uint32(prealign), keep, np.uint32(n_kept is not None))
     results = (found, src)
     unlisted = over_task  # no tasks listed: the first run takes them all
     device.launch(kernel, groups(n_tasks, 64), None, *arguments, unlisted, unlisted, np.uint32(0), *results,

@@ -216,8 +216,7 @@ class Filter:
         if placed.size:
             rows = self.device.to_device(placed.astype(np.uint32))
             whole = worth_ranking_neighborhoods(found[placed], reads.lengths[placed], self.width, self.neighborhood)
-            self.place(reads, layout, rows, placed, whole, segments())
-            ranking = int(np.sum((reads.lengths[placed] - self.width + 1) * np.where(whole, self.neighborhood, 1)))
+            ranking = self.place(reads, layout, rows, placed, whole, segments())
         emitted = {}
         for seg in segments():  # counted again where placed, and emitted, in one walk
             counted = counts[id(seg.segment)]
@@ -273,10 +272,11 @@ class Filter:
         return reads
 
     def place(self, reads: "FilterReads", layout: Layout, rows, placed: np.ndarray, whole: np.ndarray,
-              segments) -> None:
+              segments) -> int:
         """Places the patterns of the rows `placed` (row numbers; `rows` holds them on the device)
         by the layout's rules, from their costs looked up in every segment: for the rows where
-        `whole` (a mask over placed) is set, all their neighborhoods' positions."""
+        `whole` (a mask over placed) is set, all their neighborhoods' positions. Returns the
+        lookups the costs took (each in the one segment that holds its seed)."""
         d = self.device
         n_offsets = np.zeros(reads.lengths.size, np.int64)
         n_offsets[placed] = reads.lengths[placed] - self.width + 1
@@ -302,6 +302,7 @@ class Filter:
         d.launch(self.place_kernel, (placed.size * self.wg,), (self.wg,), np.uint32(self.width),
                  np.uint32(self.min_gap), rows, reads.lengths_buffer, *rules, cost_base_buffer, cost, exact_cost,
                  reads.pattern_base, reads.buffers[2], reads.exact_apart, d.cl.LocalMemory(4 * int(scratch.max())))
+        return int(np.sum(n_offsets[placed] * np.where(whole, self.neighborhood, 1)))
 
     def offsets(self, reads_on_device: "FilterReads") -> list[np.ndarray]:
         """Each row's pattern offsets, as place_patterns wrote them (its empty slots left out)."""

@@ -22,7 +22,6 @@ import numpy as np
 
 from .align import WORD_BITS
 from .device import Device, groups
-from .regions import region_offsets
 
 LANES = 4  # windows a work-item tests at once (8 took as long on the 2-core machine, 1 or 2 3 times longer)
 SWITCH = "MAROSE_PREFILTER"  # "on" or "off": run the filter, or not, whatever the device (to measure it)
@@ -50,23 +49,17 @@ def wanted(is_cpu: bool, platform_version: str, forced: str = "") -> bool:
     return is_cpu and not (pocl and int(pocl.group(1)) >= SCALAR_POCL)
 
 
-def marks(device: Device, program: tuple, defines: dict, reads, genome_buffer, values, row_begin: np.ndarray,
-          row_size: np.ndarray, contig_start_buffer, n_contigs: int, k: int, slice_size: int) -> tuple[object, object]:
+def marks(device: Device, program: tuple, defines: dict, tasks: tuple, n_tasks: int,
+          n_values: int) -> tuple[object, object]:
     """(keep, n_kept): buffers of a mark per candidate (uint8, 1 where the candidate is kept, at the
-    candidate's own index in values) and of the number kept (one uint32), for the candidates each
-    row holds at [row_begin, + row_size) of values, sorted and unique: prealign.kept's. The chains
-    are tested with the read's first 64 bases, and those kept with its last 64 bases; the host
-    waits for neither. program, defines: the alignment program that holds cl/prefilter.cl and its
-    build options; reads: extend.DeviceReads; slice_size: candidates a work-item takes."""
-    n_rows = row_size.size
-    task_base = region_offsets(-(-row_size // slice_size))
-    n_tasks = int(task_base[-1])
-    keep, n_kept = device.empty(max(1, int((row_begin.astype(np.int64) + row_size).max(initial=0)))), device.zeros(4)
-    if n_tasks == 0:
-        return keep, n_kept
-    rows = (device.to_device(row_begin.astype(np.uint32)), device.to_device(row_size.astype(np.uint32)))
-    tasks = (device.to_device(task_base), np.uint32(n_rows), np.uint32(slice_size))
-    for name in ("prefilter", "prefilter_backwards"):
-        device.launch(device.kernel(program, name, defines), groups(n_tasks, 64), None, *reads.buffers, genome_buffer,
-                      values, *rows, *tasks, contig_start_buffer, np.uint32(n_contigs), np.uint32(k), keep, n_kept)
+    candidate's own index among the n_values of the candidates buffer) and of the number kept (one
+    uint32), for the candidates of each row, sorted and unique: prealign.kept's. tasks: the
+    kernels' first arguments, which cut the rows into n_tasks tasks (extend.task_arguments). The
+    chains are tested with the read's first 64 bases, and those kept with its last 64 bases; the
+    host waits for neither. program, defines: the alignment program that holds cl/prefilter.cl
+    and its build options."""
+    keep, n_kept = device.empty(max(1, n_values)), device.zeros(4)
+    if n_tasks:
+        for name in ("prefilter", "prefilter_backwards"):
+            device.launch(device.kernel(program, name, defines), groups(n_tasks, 64), None, *tasks, keep, n_kept)
     return keep, n_kept

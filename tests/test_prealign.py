@@ -10,6 +10,7 @@ import pytest
 from conftest import mutate
 from marose import align, extend, prealign, prefilter
 from marose.dna import N_CODE
+from marose.regions import region_offsets
 from test_extend import device_candidates
 
 LENGTHS = (40, 64, 65, 100, 150, 250)
@@ -109,10 +110,11 @@ def test_prefilter_keeps_what_the_twin_keeps_and_every_end_within_k(device, k: i
     values, row_begin, row_size = extend._one_run_per_row(device, [device_candidates(device, rows)])
     reads = extend.upload_reads(device, case.reads)
     defines = extend.alignment_defines(device, max(map(len, case.reads)), k)
-    keep, n_kept = prefilter.marks(device, extend.ALIGN, defines, reads, device.to_device(case.genome), values,
-                                   row_begin, row_size, device.to_device(case.bounds.astype(np.uint32)), 2, k,
-                                   slice_size)
+    task_base = region_offsets(-(-row_size // slice_size))
+    tasks, _ = extend.task_arguments(device, reads, device.to_device(case.genome), values, row_begin, row_size,
+                                     task_base, slice_size, device.to_device(case.bounds.astype(np.uint32)), 2, k)
     total, span = int(row_size.sum()), int((row_begin + row_size).max())
+    keep, n_kept = prefilter.marks(device, extend.ALIGN, defines, tasks, int(task_base[-1]), span)
     starts, marks = device.read(values, np.uint32, span), device.read(keep, np.uint8, span)
     dropped = 0
     for r, row in enumerate(rows):
