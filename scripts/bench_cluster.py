@@ -2,11 +2,12 @@
 """Many devices and Dask: reads/s from 1 to N devices, and the Dask path against a local run.
 
     scripts/bench_cluster.py scaling -x GENOME.fa READS --devices 0:0 0:0,0:1 0:0,0:1,0:2,0:3
-                             [--dask] [-k K] [--repeats 3] [--keep DIR]
+                             [--dask] [--bam] [-k K] [--repeats 3] [--keep DIR]
     scripts/bench_cluster.py overhead -x GENOME.fa READS [--workers 1] [-t T] [--device SPEC]
                              [--batch-size N] [-k K] [--repeats 3] [--keep DIR]
 
 scaling: for each device list in turn, `marose map -x GENOME.fa READS -o out.sam --device LIST`
+(out.bam with --bam)
 (one process mapping on every device of the list), once untimed (devices checked, kernels built),
 then --repeats timed runs. With --dask, a Dask scheduler and one worker a device of the list
 (`dask worker --nthreads 1`, PYOPENCL_CTX=P:D) are started on this machine for each list and the
@@ -31,6 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import gzip
 import hashlib
 import json
 import os
@@ -81,8 +83,16 @@ def _children_cpu() -> float:
 
 
 def sam_digest(path: str) -> str:
-    """A digest of the SAM file's lines but @PG, to compare outputs of any size."""
+    """A digest of the SAM file's lines but @PG (of a BAM file's records and references: its
+    header text holds the command line), to compare outputs of any size."""
     digest = hashlib.sha256()
+    if path.endswith(".bam"):
+        with gzip.open(path, "rb") as handle:
+            magic, text_length = handle.read(4), int.from_bytes(handle.read(4), "little")
+            handle.read(text_length)
+            for block in iter(lambda: handle.read(1 << 24), b""):
+                digest.update(block)
+        return digest.hexdigest() if magic == b"BAM\1" else "not BAM"
     with open(path, "rb") as handle:
         for line in handle:
             if not line.startswith(b"@PG"):
@@ -136,7 +146,7 @@ def map_options(args) -> list[str]:
 def scaling(args, folder: str) -> list[dict]:
     rows, first_output = [], None
     for devices in args.devices:
-        out = os.path.join(folder, f"devices_{devices.replace(':', '_').replace(',', '-')}.sam")
+        out = os.path.join(folder, f"devices_{devices.replace(':', '_').replace(',', '-')}.{'bam' if args.bam else 'sam'}")
         with contextlib.ExitStack() as stack:
             if args.dask:
                 address = stack.enter_context(dask_cluster(folder, [{"PYOPENCL_CTX": d} for d in devices.split(",")]))
@@ -217,6 +227,7 @@ def main() -> None:
     sub.choices["scaling"].add_argument("--devices", nargs="+", required=True,
                                         help="device lists, each as --device takes it (0:0 0:0,0:1 ...)")
     sub.choices["scaling"].add_argument("--dask", action="store_true", help="one Dask worker a device")
+    sub.choices["scaling"].add_argument("--bam", action="store_true", help="write BAM (out.bam) instead of SAM")
     sub.choices["overhead"].add_argument("--workers", type=int, default=1)
     sub.choices["overhead"].add_argument("-t", "--threads", type=int)
     sub.choices["overhead"].add_argument("--device")

@@ -10,7 +10,10 @@ Each step runs in a fresh child interpreter, R times, and prints its seconds:
 - context: an OpenCL context and queue made on the device (its driver already loaded), then a
   second one while the first is alive, which shows whether the driver shares the first's work;
 - exit: a child that holds a context and N MiB of device buffers ends with os._exit, timed
-  from its last line of output to the parent seeing it gone (the driver's teardown).
+  from its last line of output to the parent seeing it gone (the driver's teardown);
+- handed over: the same child, holding also --host-mib MiB of host memory, first forks a keeper
+  that inherits the driver's descriptors and ends once the child is gone, so that the teardown
+  happens in the keeper; timed likewise, and the keeper's end from the same line.
 """
 
 from __future__ import annotations
@@ -21,12 +24,13 @@ import sys
 import time
 
 CHILD_EXIT = r"""
-import os, sys, time
+import os, stat, sys, time
 import numpy as np
 import pyopencl as cl
 sys.path.insert(0, {root!r})
 from marose.device import choose_device
 device = choose_device({spec!r})
+host = np.ones({host_mib} << 20, np.uint8)
 context = cl.Context([device])
 queue = cl.CommandQueue(context)
 buffers = []
@@ -35,7 +39,21 @@ for _ in range({mib}):
     cl.enqueue_copy(queue, b, np.zeros(1 << 18, np.uint32))
     buffers.append(b)
 queue.finish()
-print(time.time(), flush=True)
+said = time.time()
+keeper = 0
+if {handed}:  # a keeper that inherits the driver's descriptors, the others closed, and ends after this one
+    parent, keeper = os.getpid(), os.fork()
+    if not keeper:
+        for fd in map(int, os.listdir("/proc/self/fd")):
+            try:
+                if fd <= 2 or not stat.S_ISCHR(os.fstat(fd).st_mode):
+                    os.close(fd)
+            except OSError:
+                pass
+        while os.getppid() == parent:
+            time.sleep(0.001)
+        os._exit(0)
+print(said, keeper, flush=True)
 os._exit(0)
 """
 
@@ -60,17 +78,30 @@ def seconds(argv: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def exit_seconds(code: str) -> float:
+def exit_seconds(code: str) -> tuple[float, float]:
+    """Seconds from the child's last line to its end, and to its keeper's (0: none)."""
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    last_line = float(child.stdout.readline())
+    said, keeper = child.stdout.readline().split()
     child.wait()
-    return time.time() - last_line
+    gone = time.time()
+    while int(keeper) and _alive(int(keeper)):
+        time.sleep(0.001)
+    return gone - float(said), (time.time() - float(said)) if int(keeper) else 0.0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device")
     parser.add_argument("--mib", type=int, default=1024, help="MiB of device buffers the exit step holds")
+    parser.add_argument("--host-mib", type=int, default=2048, help="MiB of host memory the handed-over step holds")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     root = __file__.rsplit("/scripts/", 1)[0]
@@ -80,10 +111,13 @@ def main() -> None:
         imports = seconds([py, "-c", "import numpy, pyopencl"])
         made = subprocess.run([py, "-c", CHILD_CONTEXT.format(root=root, spec=args.device)], check=True,
                               capture_output=True, text=True).stdout.split()
-        gone = exit_seconds(CHILD_EXIT.format(root=root, spec=args.device, mib=args.mib))
+        gone, _ = exit_seconds(CHILD_EXIT.format(root=root, spec=args.device, mib=args.mib, host_mib=0, handed=False))
+        handed, kept = exit_seconds(CHILD_EXIT.format(root=root, spec=args.device, mib=args.mib,
+                                                      host_mib=args.host_mib, handed=True))
         print(f"start {start:.3f} s; numpy and pyopencl imported {imports:.3f} s; context and queue "
               f"{float(made[0]):.3f} s, a second one {float(made[1]):.3f} s; exit with {args.mib} MiB "
-              f"on the device {gone:.3f} s", flush=True)
+              f"on the device {gone:.3f} s; handed over, with {args.host_mib} MiB of host memory, "
+              f"{handed:.3f} s, its keeper gone {kept:.3f} s", flush=True)
 
 
 if __name__ == "__main__":

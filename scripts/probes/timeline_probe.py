@@ -17,6 +17,7 @@ import argparse
 import collections
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -49,7 +50,8 @@ def child(record: str, argv: list[str]) -> None:
     def end_process(status: int, real=cli._end_process) -> None:
         exiting = time.time()
         with open(record, "w") as handle:
-            json.dump({"wall": wall, "exit": exiting, "spans": spans}, handle)
+            json.dump({"wall": wall, "exit": exiting, "spans": spans,
+                       "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10}, handle)
         real(status)
 
     mapper.Stats.timing = timing
@@ -63,7 +65,7 @@ def report(record: dict, launched: float, gone: float) -> str:
     last = max((s[3] for s in spans), default=0.0)
     lines = [f"whole {gone - launched:.3f} s: child started at {record['wall'] - launched:.3f}, last span ended "
              f"{record['wall'] + last - launched:.3f}, os._exit at {record['exit'] - launched:.3f}, gone "
-             f"{gone - record['exit']:.3f} s later"]
+             f"{gone - record['exit']:.3f} s later; peak memory {record.get('peak_rss_mb', 0):,} MB"]
     threads = collections.defaultdict(list)
     for thread, stage, begun, ended in spans:
         threads[thread].append((begun, ended, stage))
