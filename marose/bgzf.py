@@ -10,6 +10,7 @@ zlib's 58 MB/s at its default level 6, into blocks 6% larger."""
 from __future__ import annotations
 
 import collections
+import os
 import struct
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -57,6 +58,11 @@ def compress_blocks(data: bytes, level: int | None = None, using=None) -> bytes:
                     for at in range(0, len(data), BLOCK_INPUT))
 
 
+def compressing_threads(threads: int, using=None) -> int:
+    """The threads that compress, of threads given: at most FAST_DEFLATE_THREADS with ISA-L."""
+    return max(1, min(threads, FAST_DEFLATE_THREADS) if (using or deflate) is not zlib else threads)
+
+
 class BgzfWriter:
     """Writes BGZF to an open binary file: what write() is given is cut into blocks, compressed
     by threads threads (at most FAST_DEFLATE_THREADS with ISA-L) and written in order. A thread
@@ -68,9 +74,8 @@ class BgzfWriter:
     def __init__(self, file: BinaryIO, threads: int = 1, level: int | None = None, using=None):
         self._file = file
         self._level, self._using = level, using
-        if (using or deflate) is not zlib:
-            threads = min(threads, FAST_DEFLATE_THREADS)
-        self._pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="marose-bgzf")
+        threads = compressing_threads(threads, using)
+        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="marose-bgzf")
         self._in_flight: collections.deque[Future] = collections.deque()
         self._most_in_flight = 2 * max(1, threads)
         self._pending = bytearray()
@@ -114,3 +119,74 @@ class BgzfWriter:
             future.cancel()
         self._in_flight.clear()
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+# --- BGZF written by several processes (a map on several devices) ------------------------------
+
+def cut_at_blocks(size: int, at: int) -> tuple[int, int]:
+    """Where BgzfWriter's blocks cut size bytes of its stream that start at offset at: the end
+    of the head (the bytes before the first block boundary in them, all of them when none is)
+    and the start of the tail (the bytes after the last); between them lie whole blocks."""
+    head = min(size, -at % BLOCK_INPUT)
+    return head, head + (size - head) // BLOCK_INPUT * BLOCK_INPUT
+
+
+def compress_whole_blocks(data, pool: ThreadPoolExecutor) -> bytes:
+    """compress_blocks of data (whole blocks but maybe the last) by pool's threads, in turn."""
+    with memoryview(data) as view:
+        tasks = [bytes(view[at:at + TASK_INPUT]) for at in range(0, len(view), TASK_INPUT)]
+    return b"".join(pool.map(compress_blocks, tasks))
+
+
+class BlockPlacer:
+    """BGZF that several processes write into one file, the bytes that BgzfWriter writes of the
+    whole stream: the header, then pieces (a batch's records each). A piece's process cuts it
+    (cut_at_blocks, at the offset start gave it), compresses the whole blocks in it and writes
+    them where place says; the head and tail come here, which compresses and writes each block
+    that straddles pieces (and the header's). start and place are called in the pieces' order,
+    place any number of pieces behind start, so that the processes compress side by side."""
+
+    def __init__(self, fd: int, path: str, header: bytes):
+        """fd: the file at path, open for writing, at its start."""
+        self.fd, self.path = fd, path
+        self.stream_at = 0  # of the next piece, uncompressed
+        self.file_at = 0  # where the next block goes
+        self._carry = bytearray()  # the stream's bytes after the last block written
+        self._append(header)
+        self.stream_at = len(header)
+
+    def start(self, size: int) -> int:
+        """The stream offset of the next piece, of size bytes."""
+        at, self.stream_at = self.stream_at, self.stream_at + size
+        return at
+
+    def place(self, head: bytes, tail: bytes, compressed: int) -> int:
+        """Where the next piece's compressed blocks (compressed bytes of them) go, given its head
+        and tail."""
+        self._append(head)
+        if (compressed or tail) and self._carry:
+            raise ValueError("a piece's blocks do not start at a block boundary")
+        at, self.file_at = self.file_at, self.file_at + compressed
+        self._carry += tail
+        return at
+
+    def close(self) -> None:
+        """Writes the last block and the end-of-file block."""
+        self._write((compress_block(bytes(self._carry)) if self._carry else b"") + EOF_BLOCK)
+        self._carry.clear()
+
+    def _append(self, data: bytes) -> None:
+        at = 0
+        while len(self._carry) + len(data) - at >= BLOCK_INPUT:
+            taken = BLOCK_INPUT - len(self._carry)
+            self._carry += data[at:at + taken]
+            at += taken
+            self._write(compress_block(bytes(self._carry)))
+            self._carry.clear()
+        self._carry += data[at:]
+
+    def _write(self, blocks: bytes) -> None:
+        written = 0
+        while written < len(blocks):
+            written += os.pwrite(self.fd, blocks[written:], self.file_at + written)
+        self.file_at += len(blocks)

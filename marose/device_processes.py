@@ -7,8 +7,10 @@ file goes as where it lies there, for its process to read (after the first, sing
 plain FASTQ file go as byte ranges that start at records, read_ranges.py, so that the main process
 does not read them at all); other input (gzip, stdin) goes through a pipe. Into a regular SAM
 file the device processes write their records themselves, each batch at the offset the main
-process gives it once the batches before it have told their sizes; BAM records (compressed in the
-main process, as one stream) and SAM for stdout, a device or a pipe come back through a pipe.
+process gives it once the batches before it have told their sizes (its blocks allocated first).
+A BAM file is cut into the BGZF blocks of one stream: each process compresses and writes the
+blocks that lie within a batch's records, and the main process those that straddle batches
+(bgzf.BlockPlacer). SAM for stdout, a device or a pipe comes back through a pipe.
 Pairs: every process learns the insert size from the same first pairs, sent to each. The output
 is the one a single device writes."""
 
@@ -22,6 +24,7 @@ import sys
 import threading
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from . import read_ranges, reads
@@ -55,7 +58,7 @@ def map_on_devices(args, specs: list[str], loading, reading, batches, bytes_read
     from .sam_file import SamWriter
 
     index = loading.result()
-    processes = [DeviceProcess(spec, index.path, _worker_args(args, number == 0)) for number, spec in
+    processes = [DeviceProcess(spec, index.path, _worker_args(args, number == 0, len(specs))) for number, spec in
                  enumerate(specs)]
     dealing = None
     try:
@@ -82,7 +85,7 @@ def map_on_devices(args, specs: list[str], loading, reading, batches, bytes_read
         progress = Progress(log, sys.stderr if not args.quiet and sys.stderr.isatty() else None, bytes_read,
                             unit=layout.unit)
         started = time.time()
-        with SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1) as out:
+        with SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1, spread=True) as out:
             dealing = Dealing(itertools.chain(learning or [first], later), processes)
             try:
                 results = _written(processes, out, progress)
@@ -140,12 +143,16 @@ def _later_batches(args, layout, first, batches, bytes_read, reads_each: int) ->
     return parts, True
 
 
-def _worker_args(args, first: bool):
+def _worker_args(args, first: bool, n_devices: int):
     """map's options as a device process maps with them: quiet (the main process reports),
-    --explain by the first process only, kernel seconds measured for --stats but no file."""
+    --explain by the first process only, kernel seconds measured for --stats but no file, and
+    its share of the threads that compress BAM."""
     import argparse
 
+    from .bgzf import compressing_threads
+
     options = argparse.Namespace(**vars(args))
+    options.compressing_threads = compressing_threads((args.threads or os.cpu_count() or 1) // n_devices)
     options.stats_kernels, options.stats = bool(args.stats), None
     options.explain = args.explain and first
     options.first_process = first  # which alone warns of read lengths without a guarantee
@@ -155,30 +162,13 @@ def _worker_args(args, first: bool):
 
 
 def _written(processes: list, out, progress) -> tuple:
-    """Writes the records of each batch in turn into out (or has its process write them into
-    out's file at their place), counting the reads (or pairs) they were of; the counts of every
-    process summed (mapper.Stats), the kernel seconds of each and their pairs' counts
-    (pairs.PairCounts, of each mapping lane)."""
+    """Writes the records of each batch in turn into out (or has its process write them, or
+    their BAM blocks, into out's file at their place), counting the reads (or pairs) they were
+    of; the counts of every process summed (mapper.Stats), the kernel seconds of each and their
+    pairs' counts (pairs.PairCounts, of each mapping lane)."""
     from .mapper import Stats
 
-    shared = out.shared()
-    at = shared[1] if shared else 0
-    done: dict[int, tuple] = {}
-    reads = 0
-    for number in itertools.count():
-        process = processes[number % len(processes)]
-        message = process.receive()
-        if message[0] == "done":
-            done[number % len(processes)] = message[1:]
-            break
-        _, size, count = message
-        if shared is None:
-            out.write(process.records(size))
-        else:
-            process.write_at(shared[0], at)
-            at += size
-        reads += count
-        progress.update(reads)
+    done = _placed_bam(processes, out.placer, progress) if out.placer else _placed(processes, out, progress)
     for number, process in enumerate(processes):
         if number not in done:
             message = process.receive()
@@ -192,6 +182,62 @@ def _written(processes: list, out, progress) -> tuple:
         pair_counts.extend(counts)
     stats.list_lengths_once()  # each process lists the lengths it saw
     return stats, kernel_seconds, pair_counts
+
+
+def _placed(processes: list, out, progress) -> dict[int, tuple]:
+    """Writes each batch's records in turn into out, or has its process write them into out's
+    file at their place; the "done" message of the process that ended the batches, by number."""
+    shared = out.shared()
+    at = shared[1] if shared else 0
+    reads = 0
+    for number in itertools.count():
+        process = processes[number % len(processes)]
+        message = process.receive()
+        if message[0] == "done":
+            return {number % len(processes): message[1:]}
+        _, size, count = message
+        if shared is None:
+            out.write(process.records(size))
+        else:
+            process.write_at(shared[0], at)
+            at += size
+        reads += count
+        progress.update(reads)
+
+
+def _placed_bam(processes: list, placer, progress) -> dict[int, tuple]:
+    """BAM into a file (placer, a bgzf.BlockPlacer): each batch's process compresses the whole
+    blocks within its records and writes them where the placer says, once it has the head and tail
+    of them, which the placer compresses and writes with their neighbours' bytes. A batch is given
+    its place in the stream as soon as the batch before has told its size, and its blocks' place
+    in the file a turn of the processes later, so that the processes compress side by side; the
+    "done" message of the process that ended the batches, by number."""
+    given = collections.deque()  # batches given their place in the stream, not yet in the file
+    done: dict[int, tuple] = {}
+    reads = 0
+    for number in itertools.count():
+        process = processes[number % len(processes)]
+        message = process.receive()
+        if message[0] == "done":
+            done[number % len(processes)] = message[1:]
+            break
+        _, size, count = message
+        process.compress_at(placer.path, placer.start(size))
+        given.append((process, count))
+        if len(given) == len(processes):
+            reads += _place_blocks(placer, *given.popleft())
+            progress.update(reads)
+    while given:
+        reads += _place_blocks(placer, *given.popleft())
+        progress.update(reads)
+    return done
+
+
+def _place_blocks(placer, process, count: int) -> int:
+    """Places the blocks of process's oldest batch given its place in the stream; its reads."""
+    head, tail, compressed = process.receive_pieces()
+    process.write_at(placer.path, placer.place(head, tail, compressed))
+    return count
 
 
 class Dealing:
@@ -330,8 +376,22 @@ class DeviceProcess:
             self._lost()
 
     def write_at(self, path: str, offset: int) -> None:
-        """Tells the process to write its batch's records into the file at path, at offset."""
+        """Tells the process to write its batch's records (or their BAM blocks) into the file at
+        path, at offset."""
         self._send(self._messages.send, ("at", path, offset))
+
+    def compress_at(self, path: str, stream_at: int) -> None:
+        """Tells the process to compress its batch's BAM records, which lie at stream_at in the
+        BAM stream of the file at path, and to send their head and tail (receive_pieces)."""
+        self._send(self._messages.send, ("compress", path, stream_at))
+
+    def receive_pieces(self) -> tuple[bytes, bytes, int]:
+        """The head and tail of a batch's BAM records, and the size of its compressed blocks
+        (bgzf.BlockPlacer.place)."""
+        message = self.receive()
+        if message[0] != "pieces":
+            raise MaroseError(f"device {self.spec}: the mapping process said {message[0]!r} instead of its blocks")
+        return message[1:]
 
     def _send(self, send, what) -> None:
         try:
@@ -432,7 +492,7 @@ def _map(session, mapper, layout, args, batches, messages, spec: str, counts) ->
     first = next(batches, None)
     if first is None:
         return Stats(), {}
-    output = ToMain(messages, args.output, counts)
+    output = ToMain(messages, args.output, counts, args.compressing_threads)
     stats = map_reads(session, args, first, batches, BytesRead(), lambda header: output, "", _log(args, spec),
                       time.time(), layout, announce=False, mapper=mapper)
     return stats, session.device.collect_profile() if args.stats_kernels else {}
@@ -515,7 +575,10 @@ class ToMain:
     messages: object
     path: str | None
     counts: collections.deque  # the reads (or pairs) of each batch to write, in turn
+    compressing_threads: int = 1  # BAM's
     _file: int | None = None
+    _allocating: bool = True  # whether each batch's blocks are allocated before it is written
+    _compressing: ThreadPoolExecutor | None = None
 
     @property
     def is_bam(self) -> bool:
@@ -529,12 +592,31 @@ class ToMain:
             answer = self.messages.recv()
             if answer[0] == "send":
                 self.messages.send_bytes(view)
+            elif answer[0] == "compress":
+                self._compress_at(view, answer[1], answer[2])
             else:
                 self._write_at(view, answer[1], answer[2])
 
+    def _compress_at(self, view, path: str, stream_at: int) -> None:
+        """BAM records at stream_at in the BAM stream: their whole blocks compressed here, written
+        where the main process says once it has their head and tail (bgzf.BlockPlacer)."""
+        from . import bgzf
+
+        if self._compressing is None:
+            self._compressing = ThreadPoolExecutor(self.compressing_threads, thread_name_prefix="marose-bgzf")
+        head, tail = bgzf.cut_at_blocks(view.nbytes, stream_at)
+        blocks = bgzf.compress_whole_blocks(view[head:tail], self._compressing)
+        self.messages.send(("pieces", bytes(view[:head]), bytes(view[tail:]), len(blocks)))
+        answer = self.messages.recv()
+        self._write_at(memoryview(blocks), path, answer[2])
+
     def _write_at(self, view, path: str, offset: int) -> None:
+        from .sam_file import allocate
+
         if self._file is None:
             self._file = os.open(path, os.O_WRONLY)
+        if self._allocating and view.nbytes:
+            self._allocating = allocate(self._file, offset, view.nbytes)
         while view.nbytes:
             written = os.pwrite(self._file, view, offset)
             view, offset = view[written:], offset + written
@@ -542,6 +624,8 @@ class ToMain:
     def close(self) -> None:
         if self._file is not None:
             os.close(self._file)
+        if self._compressing is not None:
+            self._compressing.shutdown(cancel_futures=True)
 
     def abort(self) -> None:
         self.close()

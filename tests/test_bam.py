@@ -4,6 +4,7 @@ against bam.bam_record, and BGZF blocks written by threads."""
 from __future__ import annotations
 
 import gzip
+import os
 import struct
 import zlib
 from pathlib import Path
@@ -101,3 +102,40 @@ def test_bgzf_blocks_hold_the_data_in_order(tmp_path: Path, threads: int, using,
         body = zlib.decompress(member[18:-8], -15)
         assert len(body) == BLOCK_INPUT or member is members[-2]
         assert struct.unpack("<II", member[-8:]) == (zlib.crc32(body), len(body))
+
+
+@pytest.mark.parametrize("header_size", [0, 40, BLOCK_INPUT, 3 * BLOCK_INPUT + 7])
+def test_blocks_placed_by_pieces_are_the_blocks_of_one_stream(tmp_path: Path, header_size: int) -> None:
+    """bgzf.BlockPlacer: pieces compressed apart (by the processes of several devices), each
+    placed in turn, make the file BgzfWriter makes of their stream, whatever their sizes."""
+    import random
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = random.Random(header_size)
+    header = rng.randbytes(header_size)
+    sizes = [0, 1, BLOCK_INPUT - 1, 1, BLOCK_INPUT, BLOCK_INPUT + 1, 5, 2 * bgzf.TASK_INPUT + 3, 100, 0,
+             BLOCK_INPUT - 105, 3 * BLOCK_INPUT]
+    pieces = [bytes(rng.getrandbits(2) for _ in range(size)) for size in sizes]
+    with open(tmp_path / "one.bam", "wb") as file:
+        writer = BgzfWriter(file, 2)
+        for data in [header, *pieces]:
+            writer.write(data)
+        writer.close()
+    fd = os.open(tmp_path / "placed.bam", os.O_WRONLY | os.O_CREAT)
+    placer = bgzf.BlockPlacer(fd, str(tmp_path / "placed.bam"), header)
+    starts = [placer.start(len(data)) for data in pieces]  # all given before any is placed
+    with ThreadPoolExecutor(3) as pool:
+        for data, at in zip(pieces, starts):
+            head, tail = bgzf.cut_at_blocks(len(data), at)
+            compressed = bgzf.compress_whole_blocks(data[head:tail], pool)
+            os.pwrite(fd, compressed, placer.place(data[:head], data[tail:], len(compressed)))
+    placer.close()
+    os.close(fd)
+    assert (tmp_path / "placed.bam").read_bytes() == (tmp_path / "one.bam").read_bytes()
+
+
+def test_a_piece_cut_off_a_block_boundary_is_refused(tmp_path: Path) -> None:
+    placer = bgzf.BlockPlacer(os.open(tmp_path / "x", os.O_WRONLY | os.O_CREAT), str(tmp_path / "x"), b"12345")
+    placer.start(BLOCK_INPUT)
+    with pytest.raises(ValueError, match="block boundary"):
+        placer.place(b"", b"tail", 100)  # its head must fill the header's block first

@@ -2,7 +2,9 @@
 names, and the SAM and counts of two devices, each holding a copy of the index, byte-identical
 to one device's."""
 
+import contextlib
 import gzip
+import io
 import json
 import os
 import re
@@ -17,6 +19,7 @@ import pytest
 
 from conftest import LAMBDA
 from marose import cli, device as device_module
+from marose.bgzf import BgzfWriter
 from marose.errors import MaroseError
 from marose.reference import read_fasta
 from test_map import ROOT, build_index, map_subprocess, run_map, simulate, write_reads
@@ -182,12 +185,36 @@ def test_a_process_a_device_writes_the_output_of_one_device(lambda_index, lambda
         out = tmp_path / "stdout.sam"
         out.write_bytes(result.stdout)
     assert records(out) == records(tmp_path / f"one{suffix}") and len(records(out)) > 300
+    if suffix == ".bam":
+        assert_blocks_of_one_stream(out.read_bytes())
     one, two = (json.load(open(tmp_path / f"{name}.json")) for name in ("one", "two"))
     assert {key: two[key] for key in one if not isinstance(one[key], (dict, str))} == \
         {key: one[key] for key in one if not isinstance(one[key], (dict, str))}
     assert two["reads"] == 300 and two["device"].count("pthread") == 2
     left = [p.name for p in tmp_path.iterdir() if not p.name.startswith(("one", "two.json", "stdout", "r.fq"))]
     assert left == ([] if output == "-" else [output])
+
+
+def assert_blocks_of_one_stream(bam: bytes) -> None:
+    """The BAM is cut into the BGZF blocks of its whole stream compressed in one go."""
+    again = io.BytesIO()
+    with contextlib.closing(BgzfWriter(again)) as writer:
+        writer.write(gzip.decompress(bam))
+    assert bam == again.getvalue()
+
+
+def test_bam_blocks_compressed_by_the_processes_are_the_blocks_of_one_device(lambda_index, tmp_path):
+    """Batches of many blocks each, compressed by the processes, and blocks that straddle the
+    batches, compressed by the main process (bgzf.BlockPlacer)."""
+    reads = write_reads(tmp_path / "r.fq", simulate(read_fasta(LAMBDA), 4000, 100, 3, np.random.default_rng(8)))
+    options = ["-k", 3, "--batch-size", 900]
+    assert run_map("-x", lambda_index, reads, "-o", tmp_path / "one.bam", *options) == 0
+    result = map_on_two("-x", lambda_index, reads, "-o", tmp_path / "two.bam", *options)
+    assert result.returncode == 0, result.stderr
+    assert records(tmp_path / "two.bam") == records(tmp_path / "one.bam")
+    bam = (tmp_path / "two.bam").read_bytes()
+    assert_blocks_of_one_stream(bam)
+    assert len(gzip.decompress(bam)) > 8 * 65280
 
 
 @pytest.mark.parametrize("interleaved", [False, True])
