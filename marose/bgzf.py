@@ -131,18 +131,21 @@ def cut_at_blocks(size: int, at: int) -> tuple[int, int]:
     return head, head + (size - head) // BLOCK_INPUT * BLOCK_INPUT
 
 
-def compress_whole_blocks(data, pool: ThreadPoolExecutor) -> bytes:
-    """compress_blocks of data (whole blocks but maybe the last) by pool's threads, in turn."""
+def compress_piece(data, stream_at: int, pool: ThreadPoolExecutor) -> tuple[bytes, bytes, bytes]:
+    """A piece of BgzfWriter's stream (bytes-like) that starts at stream_at, as BlockPlacer.place
+    takes it: its head and tail (cut_at_blocks), and the whole blocks between them compressed by
+    pool's threads."""
     with memoryview(data) as view:
-        tasks = [bytes(view[at:at + TASK_INPUT]) for at in range(0, len(view), TASK_INPUT)]
-    return b"".join(pool.map(compress_blocks, tasks))
+        head, tail = cut_at_blocks(view.nbytes, stream_at)
+        tasks = [bytes(view[at:min(at + TASK_INPUT, tail)]) for at in range(head, tail, TASK_INPUT)]
+        return bytes(view[:head]), bytes(view[tail:]), b"".join(pool.map(compress_blocks, tasks))
 
 
 class BlockPlacer:
     """BGZF that several processes write into one file, the bytes that BgzfWriter writes of the
     whole stream: the header, then pieces (a batch's records each). A piece's process cuts it
-    (cut_at_blocks, at the offset start gave it), compresses the whole blocks in it and writes
-    them where place says; the head and tail come here, which compresses and writes each block
+    and compresses the whole blocks in it (compress_piece, at the offset start gave it), and
+    writes them where place says; the head and tail come here, which compresses and writes each block
     that straddles pieces (and the header's). start and place are called in the pieces' order,
     place any number of pieces behind start, so that the processes compress side by side."""
 
@@ -186,7 +189,13 @@ class BlockPlacer:
         self._carry += data[at:]
 
     def _write(self, blocks: bytes) -> None:
-        written = 0
-        while written < len(blocks):
-            written += os.pwrite(self.fd, blocks[written:], self.file_at + written)
+        write_at(self.fd, blocks, self.file_at)
         self.file_at += len(blocks)
+
+
+def write_at(fd: int, data, at: int) -> None:
+    """Writes data (bytes-like) into the file fd at offset at, however many calls it takes."""
+    with memoryview(data) as view:
+        while view.nbytes:
+            written = os.pwrite(fd, view, at)
+            view, at = view[written:], at + written

@@ -604,22 +604,20 @@ class ToMain:
 
         if self._compressing is None:
             self._compressing = ThreadPoolExecutor(self.compressing_threads, thread_name_prefix="marose-bgzf")
-        head, tail = bgzf.cut_at_blocks(view.nbytes, stream_at)
-        blocks = bgzf.compress_whole_blocks(view[head:tail], self._compressing)
-        self.messages.send(("pieces", bytes(view[:head]), bytes(view[tail:]), len(blocks)))
+        head, tail, blocks = bgzf.compress_piece(view, stream_at, self._compressing)
+        self.messages.send(("pieces", head, tail, len(blocks)))
         answer = self.messages.recv()
         self._write_at(memoryview(blocks), path, answer[2])
 
     def _write_at(self, view, path: str, offset: int) -> None:
+        from .bgzf import write_at
         from .sam_file import allocate
 
         if self._file is None:
             self._file = os.open(path, os.O_WRONLY)
         if self._allocating and view.nbytes:
             self._allocating = allocate(self._file, offset, view.nbytes)
-        while view.nbytes:
-            written = os.pwrite(self._file, view, offset)
-            view, offset = view[written:], offset + written
+        write_at(self._file, view, offset)
 
     def close(self) -> None:
         if self._file is not None:

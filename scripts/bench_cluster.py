@@ -4,7 +4,7 @@
     scripts/bench_cluster.py scaling -x GENOME.fa READS --devices 0:0 0:0,0:1 0:0,0:1,0:2,0:3
                              [--dask] [--bam] [-k K] [--repeats 3] [--keep DIR]
     scripts/bench_cluster.py overhead -x GENOME.fa READS [--workers 1] [-t T] [--device SPEC]
-                             [--batch-size N] [-k K] [--repeats 3] [--keep DIR]
+                             [--batch-size N] [--bam] [-k K] [--repeats 3] [--keep DIR]
 
 scaling: for each device list in turn, `marose map -x GENOME.fa READS -o out.sam --device LIST`
 (out.bam with --bam)
@@ -176,7 +176,8 @@ def scaling(args, folder: str) -> list[dict]:
 
 
 def overhead(args, folder: str) -> dict:
-    local_out, dask_out = os.path.join(folder, "local.sam"), os.path.join(folder, "dask.sam")
+    suffix = "bam" if args.bam else "sam"
+    local_out, dask_out = os.path.join(folder, f"local.{suffix}"), os.path.join(folder, f"dask.{suffix}")
     device = ["--device", args.device] if args.device else []
     threads = ["-t", str(args.threads)] if args.threads else []
     k = ["-k", str(args.max_errors)] if args.max_errors is not None else []
@@ -224,10 +225,11 @@ def main() -> None:
         p.add_argument("--batch-size", type=int, help="marose map's --batch-size (the chunk size with --scheduler)")
         p.add_argument("--repeats", type=int, default=3)
         p.add_argument("--keep", help="a folder for the outputs and the Dask log (default: a temporary one)")
+        p.add_argument("--bam", action="store_true", help="write BAM instead of SAM")
     sub.choices["scaling"].add_argument("--devices", nargs="+", required=True,
                                         help="device lists, each as --device takes it (0:0 0:0,0:1 ...)")
     sub.choices["scaling"].add_argument("--dask", action="store_true", help="one Dask worker a device")
-    sub.choices["scaling"].add_argument("--bam", action="store_true", help="write BAM (out.bam) instead of SAM")
+
     sub.choices["overhead"].add_argument("--workers", type=int, default=1)
     sub.choices["overhead"].add_argument("-t", "--threads", type=int)
     sub.choices["overhead"].add_argument("--device")

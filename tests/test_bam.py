@@ -126,9 +126,8 @@ def test_blocks_placed_by_pieces_are_the_blocks_of_one_stream(tmp_path: Path, he
     starts = [placer.start(len(data)) for data in pieces]  # all given before any is placed
     with ThreadPoolExecutor(3) as pool:
         for data, at in zip(pieces, starts):
-            head, tail = bgzf.cut_at_blocks(len(data), at)
-            compressed = bgzf.compress_whole_blocks(data[head:tail], pool)
-            os.pwrite(fd, compressed, placer.place(data[:head], data[tail:], len(compressed)))
+            head, tail, compressed = bgzf.compress_piece(data, at, pool)
+            os.pwrite(fd, compressed, placer.place(head, tail, len(compressed)))
     placer.close()
     os.close(fd)
     assert (tmp_path / "placed.bam").read_bytes() == (tmp_path / "one.bam").read_bytes()
