@@ -145,9 +145,10 @@ class BlockPlacer:
     """BGZF that several processes write into one file, the bytes that BgzfWriter writes of the
     whole stream: the header, then pieces (a batch's records each). A piece's process cuts it
     and compresses the whole blocks in it (compress_piece, at the offset start gave it), and
-    writes them where place says; the head and tail come here, which compresses and writes each block
-    that straddles pieces (and the header's). start and place are called in the pieces' order,
-    place any number of pieces behind start, so that the processes compress side by side."""
+    writes them where place says; its head and tail come here, where each block that straddles
+    pieces (and the header's) is compressed and written. start and place are called in the
+    pieces' order, place any number of pieces behind start, so that the processes compress side
+    by side."""
 
     def __init__(self, fd: int, path: str, header: bytes):
         """fd: the file at path, open for writing, at its start."""

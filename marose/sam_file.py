@@ -146,7 +146,8 @@ class SamWriter:
     def shared(self) -> tuple[str, int] | None:
         """For SAM into a regular file, where other processes may write its records, at offsets
         from the one given on (OutputFile.shared; nothing may then go through write); None for
-        BAM (placed by placer, or compressed as one stream here), and output written in order only."""
+        BAM (placed by placer, or compressed as one stream here), and for output written in
+        order only."""
         return None if self.is_bam or not isinstance(self.place, OutputFile) else self.place.shared()
 
     def close(self) -> None:
@@ -205,8 +206,8 @@ def kept_at_close(path: str | None) -> bool:
 def allocate(fd: int, offset: int, size: int) -> bool:
     """Allocates the blocks of [offset, offset + size) of a regular file before a process writes
     there: writes of several processes into one file then go faster on ext4, whose allocation on
-    write is done holding the file's lock (four processes, 1 GB each: 4.9 against 3.8 GB/s on the
-    4 x H200 machine, scripts/probes/shared_write_probe.py). False where the system or the file
+    write is done holding the file's lock (four processes, 1 GB each: 4.7-4.9 against 2.6-3.8 GB/s
+    on the 4 x H200 machine, scripts/probes/shared_write_probe.py). False where the system or the file
     system cannot (nothing is then done): no zeros are written instead, as posix_fallocate would."""
     fallocate = _fallocate()
     return fallocate is not None and fallocate(fd, 0, offset, size) == 0
