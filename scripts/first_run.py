@@ -31,16 +31,17 @@ HOOK = """
 import json, sys, time
 from marose import device
 build = device.Device._build
-def counted(self, files, defines):
+def counted(self, files, defines, *rest):
     started = time.perf_counter()
     try:
-        return build(self, files, defines)
+        return build(self, files, defines, *rest)
     finally:
         print("BUILT " + json.dumps([files[-1], sorted((defines or {}).items()), time.perf_counter() - started]),
               file=sys.stderr, flush=True)
 device.Device._build = counted
-from marose.cli import main
-sys.exit(main(sys.argv[1:]))
+from marose.cli import entry
+sys.argv[0] = "marose"
+entry()  # as the marose command ends: at once, without freeing the device's objects one by one
 """
 
 
