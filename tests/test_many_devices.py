@@ -220,7 +220,7 @@ def test_bam_blocks_compressed_by_the_processes_are_the_blocks_of_one_device(lam
 @pytest.mark.parametrize("interleaved", [False, True])
 def test_pairs_on_a_process_a_device_are_the_pairs_of_one_device(lambda_index, tmp_path, interleaved):
     """Every process learns the insert size from the same first pairs, sent to each, and pairs its
-    own batches with it."""
+    own batches with it (interleaved: into BAM)."""
     first, second = simulate_pairs(read_fasta(LAMBDA), 150, np.random.default_rng(23))
     names = [f"p{i}" for i in range(len(first))]
     reads = [write_mates(tmp_path / "r1.fq", first, names, "/1"), write_mates(tmp_path / "r2.fq", second, names, "/2")]
@@ -230,11 +230,12 @@ def test_pairs_on_a_process_a_device_are_the_pairs_of_one_device(lambda_index, t
         (tmp_path / "r12.fq").write_text("\n".join(both) + "\n")
         reads = ["--interleaved", tmp_path / "r12.fq"]
     options = ["-k", 3, "--batch-size", 11, "--stats"]
-    assert run_map("-x", lambda_index, *reads, "-o", tmp_path / "one.sam", *options, tmp_path / "one.json") == 0
-    result = map_on_two("-x", lambda_index, *reads, "-o", tmp_path / "two.sam", *options, tmp_path / "two.json")
+    one_out, two_out = (tmp_path / f"{name}.{'bam' if interleaved else 'sam'}" for name in ("one", "two"))
+    assert run_map("-x", lambda_index, *reads, "-o", one_out, *options, tmp_path / "one.json") == 0
+    result = map_on_two("-x", lambda_index, *reads, "-o", two_out, *options, tmp_path / "two.json")
     assert result.returncode == 0, result.stderr
     assert b"a process each" in result.stderr and result.stderr.count(b"insert size from") == 1
-    assert records(tmp_path / "two.sam") == records(tmp_path / "one.sam") and len(records(tmp_path / "one.sam")) > 300
+    assert records(two_out) == records(one_out) and len(records(one_out)) > 300
     one, two = (json.load(open(tmp_path / f"{name}.json")) for name in ("one", "two"))
     assert [two[key] for key in ("reads", "mapped", "loci", "candidates")] == \
         [one[key] for key in ("reads", "mapped", "loci", "candidates")] and one["reads"] == 300
