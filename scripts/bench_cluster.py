@@ -7,9 +7,8 @@
                              [--batch-size N] [--bam] [-k K] [--repeats 3] [--keep DIR]
 
 scaling: for each device list in turn, `marose map -x GENOME.fa READS -o out.sam --device LIST`
-(out.bam with --bam)
-(one process mapping on every device of the list), once untimed (devices checked, kernels built),
-then --repeats timed runs. With --dask, a Dask scheduler and one worker a device of the list
+(out.bam with --bam; one process mapping on every device of the list), once untimed (devices
+checked, kernels built), then --repeats timed runs. With --dask, a Dask scheduler and one worker a device of the list
 (`dask worker --nthreads 1`, PYOPENCL_CTX=P:D) are started on this machine for each list and the
 runs are `marose map --scheduler ADDRESS ...` (the untimed run opens the workers' sessions).
 Reports, for each list, the whole process's seconds and the mapping's (--stats; the setup before
@@ -229,7 +228,6 @@ def main() -> None:
     sub.choices["scaling"].add_argument("--devices", nargs="+", required=True,
                                         help="device lists, each as --device takes it (0:0 0:0,0:1 ...)")
     sub.choices["scaling"].add_argument("--dask", action="store_true", help="one Dask worker a device")
-
     sub.choices["overhead"].add_argument("--workers", type=int, default=1)
     sub.choices["overhead"].add_argument("-t", "--threads", type=int)
     sub.choices["overhead"].add_argument("--device")

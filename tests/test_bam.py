@@ -134,7 +134,9 @@ def test_blocks_placed_by_pieces_are_the_blocks_of_one_stream(tmp_path: Path, he
 
 
 def test_a_piece_cut_off_a_block_boundary_is_refused(tmp_path: Path) -> None:
-    placer = bgzf.BlockPlacer(os.open(tmp_path / "x", os.O_WRONLY | os.O_CREAT), str(tmp_path / "x"), b"12345")
+    fd = os.open(tmp_path / "x", os.O_WRONLY | os.O_CREAT)
+    placer = bgzf.BlockPlacer(fd, str(tmp_path / "x"), b"12345")
     placer.start(BLOCK_INPUT)
     with pytest.raises(ValueError, match="block boundary"):
         placer.place(b"", b"tail", 100)  # its head must fill the header's block first
+    os.close(fd)

@@ -391,3 +391,22 @@ def test_writer_streams_into_a_named_pipe_and_leaves_it_a_pipe(tmp_path):
     assert received == [b"@HD\tVN:1.6\nr1\t4\t*\t0\t0\t*\t*\t0\t0\tA\t*\n"]
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]
+
+
+def test_allocated_blocks_are_written_over_and_a_pipe_takes_none(tmp_path):
+    """sam_file.allocate: a regular file's range allocated before its write, where the file system
+    can (the file then reaches the range's end, holding zeros); a pipe cannot, and is left alone."""
+    from marose.sam_file import allocate
+
+    fd = os.open(tmp_path / "out.sam", os.O_RDWR | os.O_CREAT)
+    try:
+        if allocate(fd, 4096, 10000):
+            assert os.fstat(fd).st_size == 14096 and os.pread(fd, 100, 5000) == bytes(100)
+        os.pwrite(fd, b"records", 4096)
+        assert os.pread(fd, 7, 4096) == b"records"
+    finally:
+        os.close(fd)
+    read_end, write_end = os.pipe()
+    assert allocate(write_end, 0, 100) is False
+    os.close(read_end)
+    os.close(write_end)
