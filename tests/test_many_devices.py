@@ -321,11 +321,12 @@ def test_a_corrupted_index_on_a_process_a_device_fails_the_run(lambda_index, lam
     assert list(out.iterdir()) == []
 
 
-def test_a_device_process_that_dies_fails_the_run_and_leaves_no_output(lambda_index, tmp_path):
+@pytest.mark.parametrize("output", ["out.sam", "out.bam"])
+def test_a_device_process_that_dies_fails_the_run_and_leaves_no_output(lambda_index, tmp_path, output):
     reads = write_reads(tmp_path / "r.fq", simulate(read_fasta(LAMBDA), 20000, 80, 3, np.random.default_rng(22)))
     env = dict(os.environ, POCL_DEVICES="pthread pthread")
     run = subprocess.Popen([sys.executable, "-m", "marose.cli", "map", "-q", "--device", "all", "-x", lambda_index,
-                            reads, "-o", tmp_path / "out.sam", "--batch-size", "20"], env=env, cwd=ROOT,
+                            reads, "-o", tmp_path / output, "--batch-size", "20"], env=env, cwd=ROOT,
                            stderr=subprocess.PIPE)
     deadline = time.time() + 60
     while not any(p.name.endswith(".tmp") for p in tmp_path.iterdir()):  # mapping has started
