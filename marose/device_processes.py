@@ -184,18 +184,26 @@ def _written(processes: list, out, progress) -> tuple:
     return stats, kernel_seconds, pair_counts
 
 
+def _told(processes: list, done: dict):
+    """(process, size, count) of each batch's records in turn, as its process tells them, until a
+    process says it is done: its message then goes into done, by the process's number."""
+    for number in itertools.count():
+        process = processes[number % len(processes)]
+        message = process.receive()
+        if message[0] == "done":
+            done[number % len(processes)] = message[1:]
+            return
+        yield process, message[1], message[2]
+
+
 def _placed(processes: list, out, progress) -> dict[int, tuple]:
     """Writes each batch's records in turn into out, or has its process write them into out's
     file at their place; the "done" message of the process that ended the batches, by number."""
     shared = out.shared()
     at = shared[1] if shared else 0
+    done: dict[int, tuple] = {}
     reads = 0
-    for number in itertools.count():
-        process = processes[number % len(processes)]
-        message = process.receive()
-        if message[0] == "done":
-            return {number % len(processes): message[1:]}
-        _, size, count = message
+    for process, size, count in _told(processes, done):
         if shared is None:
             out.write(process.records(size))
         else:
@@ -203,6 +211,7 @@ def _placed(processes: list, out, progress) -> dict[int, tuple]:
             at += size
         reads += count
         progress.update(reads)
+    return done
 
 
 def _placed_bam(processes: list, placer, progress) -> dict[int, tuple]:
@@ -215,13 +224,7 @@ def _placed_bam(processes: list, placer, progress) -> dict[int, tuple]:
     given = collections.deque()  # batches given their place in the stream, not yet in the file
     done: dict[int, tuple] = {}
     reads = 0
-    for number in itertools.count():
-        process = processes[number % len(processes)]
-        message = process.receive()
-        if message[0] == "done":
-            done[number % len(processes)] = message[1:]
-            break
-        _, size, count = message
+    for process, size, count in _told(processes, done):
         process.compress_at(placer.path, placer.start(size))
         given.append((process, count))
         if len(given) == len(processes):
