@@ -31,8 +31,9 @@ FEW_ROWS = 8  # rows whose candidates are checked with each number of neighborho
 WIDE_ROWS = 4096  # rows of that check on PoCL: work-groups of 16 make a grid as wide as a map's
 WIDE_TEXT = 1 << 20  # bytes of the FASTQ check on PoCL: work-groups of 256 a 4 KiB chunk, as wide as a map's
 CHECKED_E = 2  # neighborhood errors checked up to: e = 3 (694 lookups a pattern at ln 6) is seldom chosen
-# with the case's 90 bases and k = 3: the alignment programs of 36 to 300 bases with their default k
-READ_LENGTHS = (50, 150, 250, 300)
+# (length, k) beside the case's 90 bases at k = 3: the alignment programs (words a read, MAX_K) of 36
+# to 512 bases with their default k or with k of 8 or less
+READ_LENGTHS = ((50, 2), (150, 6), (250, 10), (300, 12), (300, 5), (500, 20))
 READS_A_LENGTH = 3
 
 
@@ -163,15 +164,18 @@ def check_genome(device, case: Case) -> bool:
 
 def check_fastq(device, case: Case) -> bool:
     """FASTQ records found and packed on the device; on a device that compiles kernels apart for
-    wide grids (PoCL's CPU devices), in as much text as a map's batch (WIDE_TEXT)."""
+    wide grids (PoCL's CPU devices), also in as much text as a map's batch (WIDE_TEXT), so that
+    maps of few reads and of many compile nothing."""
     from .device_reads import to_device
 
-    batch = _batch(case, -(-WIDE_TEXT // len(case.fastq)) if device.widens_grids else 1)
-    want = batch.packed
-    got = to_device(device, batch)
-    pairs = [(got.names, want.names), (got.name_offset, want.name_offset), (got.seqs, want.seqs),
-             (got.seq_offset, want.seq_offset), (got.quals, want.quals)]
-    return all(np.array_equal(device.read(buffer, array.dtype, array.size), array) for buffer, array in pairs)
+    copies = [1, -(-WIDE_TEXT // len(case.fastq))] if device.widens_grids else [1]
+    for batch in (_batch(case, n) for n in copies):
+        want, got = batch.packed, to_device(device, batch)
+        pairs = [(got.names, want.names), (got.name_offset, want.name_offset), (got.seqs, want.seqs),
+                 (got.seq_offset, want.seq_offset), (got.quals, want.quals)]
+        if not all(np.array_equal(device.read(buffer, array.dtype, array.size), array) for buffer, array in pairs):
+            return False
+    return True
 
 
 def check_strands(device, case: Case) -> bool:
@@ -195,9 +199,9 @@ def check_filter(device, case: Case) -> bool:
     half the rows placed with a short gap and half in the fixed layout, and room for few
     candidates in local memory, so that rows in the repeat are sorted in global memory
     (cl/row_sort.cl), as a genome's repeats make them; then the first reads' with each number of
-    neighborhood errors up to CHECKED_E, on PoCL among as many rows as a map's batch has (PoCL
-    compiles a kernel apart for grids of 65,535 work-items or more): the programs of other
-    indexes' maps."""
+    neighborhood errors up to CHECKED_E, alone and, on PoCL, among as many rows as a map's batch
+    has (PoCL compiles a kernel apart for grids of 65,535 work-items or more): the programs of
+    other indexes' maps, of few reads and of many."""
     from .filter import Layout, Strands
     from .mapper import Mapper
     from .placement import Placement, min_gap
@@ -215,13 +219,14 @@ def check_filter(device, case: Case) -> bool:
     mixed.place(np.arange(strands.n) % 4 < 2, Placement(3, 1, min_gap(params.mask, params.ln, 1), params.width))
     if not _candidates_agree(device, case, strands, strands.lengths > 0, 1, mixed, SMALL_CAPACITY):
         return False
-    wide = _with_empty_rows(strands, WIDE_ROWS if device.widens_grids else 0)
-    first = (wide.lengths > 0) & (np.arange(wide.n) < FEW_ROWS)
+    widths = [strands.n, WIDE_ROWS] if device.widens_grids else [strands.n]
     for e in range(CHECKED_E + 1):
-        placed = Layout.fixed(wide.n)
-        placed.place(first, Placement(3, 1, min_gap(params.mask, params.ln, e), params.width))
-        if not _candidates_agree(device, case, wide, first, e, placed, must_place=False):
-            return False
+        for rows in (_with_empty_rows(strands, n) for n in widths):
+            first = (rows.lengths > 0) & (np.arange(rows.n) < FEW_ROWS)
+            placed = Layout.fixed(rows.n)
+            placed.place(first, Placement(3, 1, min_gap(params.mask, params.ln, e), params.width))
+            if not _candidates_agree(device, case, rows, first, e, placed, must_place=False):
+                return False
     return True
 
 
@@ -314,17 +319,15 @@ def _loci_and_alignments(device, case: Case) -> tuple[bool, bool]:
 
 
 def check_read_lengths(device, case: Case) -> bool:
-    """Loci and alignments of reads of each of READ_LENGTHS, with the default k of their length,
-    against the oracle: the alignment programs of the read lengths and error budgets most maps
-    take (they differ in words a read takes and in the largest k), checked and so built."""
+    """Loci and alignments of reads of each of READ_LENGTHS, with its k, against the oracle: the
+    alignment programs of the read lengths and error budgets most maps take (they differ in words
+    a read takes and in the largest k), checked and so built."""
     from .mapper import Mapper
     from .oracle import oracle_map
-    from .params import default_max_errors
 
     contigs = case.index.reference.contig_codes()
     rng = np.random.default_rng(CASE_SEED)
-    for length in READ_LENGTHS:
-        k = default_max_errors(length)
+    for length, k in READ_LENGTHS:
         reads = []
         for i in range(READS_A_LENGTH):
             at = int(rng.integers(0, contigs[0].size - length))

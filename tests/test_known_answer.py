@@ -37,6 +37,18 @@ def lambda_copy(tmp_path_factory):
     return str(fasta)
 
 
+def test_the_check_takes_the_alignment_programs_of_reads_up_to_512_bases():
+    """Every (words a read, MAX_K) that a map of 36 to 512 bases takes with its default k, or with
+    k of 8 or less, is built by the check, so that a first map after it compiles none."""
+    from marose.extend import max_k, max_words
+    from marose.params import default_max_errors
+
+    checked = {(max_words(n), max_k(k)) for n, k in (*known_answer.READ_LENGTHS, (90, known_answer.K))}
+    taken = {(max_words(n), max_k(k)) for n in range(36, 513) for k in (default_max_errors(n), *range(9))}
+    assert taken <= checked
+    assert len(checked) == 7
+
+
 def test_every_check_passes_on_the_cpu_device(device):
     for command in known_answer.COMMANDS:
         assert known_answer.run(device, command) == []
