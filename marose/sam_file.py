@@ -12,7 +12,7 @@ from types import TracebackType
 from typing import BinaryIO
 
 from marose.bam import bam_header
-from marose.bgzf import BgzfWriter, BlockPlacer
+from marose.bgzf import BgzfProcess, BgzfWriter, BlockPlacer
 from marose.errors import MaroseError
 
 
@@ -108,21 +108,23 @@ class SamWriter:
     place (a HandedOutput). A BAM output is given BAM records (bam_records makes them from SAM
     text on the device, bam.bam_record on the host), which threads threads compress while the
     mapping goes on; or, spread, other processes compress and write them, which placer (a
-    bgzf.BlockPlacer) places. Leaving the ``with`` block by an exception aborts the output."""
+    bgzf.BlockPlacer) places. With more than one thread they compress in a process of their own
+    (bgzf.BgzfProcess), away from the mapping's interpreter lock. Leaving the ``with`` block by
+    an exception aborts the output."""
 
     def __init__(self, path: str | None, header: str, threads: int = 1,
                  place: OutputFile | HandedOutput | None = None, spread: bool = False) -> None:
         self.path = None if path in (None, "-") else path
         self.place = place or OutputFile(self.path)
         self._closed = False
-        self._bam: BgzfWriter | None = None
+        self._bam: BgzfWriter | BgzfProcess | None = None
         self.placer: BlockPlacer | None = None
         try:
             shared = self.place.shared() if spread and isinstance(self.place, OutputFile) else None
             if self.is_bam and shared is not None:
                 self.placer = BlockPlacer(self.place.stream.fileno(), shared[0], bam_header(header))
             elif self.is_bam:
-                self._bam = BgzfWriter(self.place.stream, max(1, threads))
+                self._bam = (BgzfProcess if threads > 1 else BgzfWriter)(self.place.stream, max(1, threads))
                 self.write(bam_header(header))
             else:
                 self.write(header.encode("utf-8"))

@@ -104,6 +104,42 @@ def test_bgzf_blocks_hold_the_data_in_order(tmp_path: Path, threads: int, using,
         assert struct.unpack("<II", member[-8:]) == (zlib.crc32(body), len(body))
 
 
+def test_a_bgzf_process_writes_the_bytes_of_bgzf_writer(tmp_path: Path) -> None:
+    """bgzf.BgzfProcess (BGZF compressed by a process of its own, fed through a pipe) writes the
+    file BgzfWriter writes, after what the file held before it."""
+    import random
+
+    data = random.Random(5).randbytes(3 * bgzf.TASK_INPUT + 777)
+    files = {}
+    for name, make in (("writer", lambda file: BgzfWriter(file, 3)), ("process", lambda file: bgzf.BgzfProcess(file, 3))):
+        with open(tmp_path / name, "wb") as file:
+            file.write(b"before")
+            writer = make(file)
+            for at in range(0, len(data), 300001):
+                writer.write(memoryview(data)[at:at + 300001])
+            writer.close()
+        files[name] = (tmp_path / name).read_bytes()
+    assert files["process"] == files["writer"]
+    assert gzip.decompress(files["process"][len(b"before"):]) == data
+
+
+def test_a_bgzf_process_that_cannot_write_fails_the_output(tmp_path: Path) -> None:
+    (tmp_path / "x").write_bytes(b"")
+    with open(tmp_path / "x", "rb") as unwritable, pytest.raises(OSError):
+        writer = bgzf.BgzfProcess(unwritable, 2)
+        for _ in range(64):
+            writer.write(bytes(bgzf.TASK_INPUT))
+        writer.close()
+
+
+def test_an_aborted_bgzf_process_is_stopped(tmp_path: Path) -> None:
+    with open(tmp_path / "x", "wb") as file:
+        writer = bgzf.BgzfProcess(file, 2)
+        writer.write(bytes(1000))
+        writer.abort()
+    assert writer._child.returncode is not None
+
+
 @pytest.mark.parametrize("header_size", [0, 40, BLOCK_INPUT, 3 * BLOCK_INPUT + 7])
 def test_blocks_placed_by_pieces_are_the_blocks_of_one_stream(tmp_path: Path, header_size: int) -> None:
     """bgzf.BlockPlacer: pieces compressed apart (by the processes of several devices), each
