@@ -281,6 +281,8 @@ def expect_error(path: str, *words: str) -> None:
     ("junk.fa", FASTA.replace(b"TTTT", b"TT\xffT"), ["record 2", "not a letter"]),
     ("binary.bin", b"\x00\x01\x02binary", ["not FASTQ or FASTA"]),
     ("bad.gz", gzip.compress(FASTQ)[:-30], ["truncated gzip"]),
+    ("flipped.gz", bytes(b ^ 0xFF if i == 20 else b for i, b in enumerate(gzip.compress(FASTQ))), ["corrupt gzip"]),
+    ("crc.gz", gzip.compress(FASTQ)[:-8] + b"\0\0\0\0" + gzip.compress(FASTQ)[-4:], ["corrupt gzip"]),
 ])
 def test_bad_input_names_file_and_record(tmp_path: Path, name: str, data: bytes,
                                         words: list[str]) -> None:
