@@ -124,7 +124,7 @@ class SamWriter:
             if self.is_bam and shared is not None:
                 self.placer = BlockPlacer(self.place.stream.fileno(), shared[0], bam_header(header))
             elif self.is_bam:
-                self._bam = (BgzfProcess if threads > 1 else BgzfWriter)(self.place.stream, max(1, threads))
+                self._bam = _bgzf_writer(self.place.stream, threads)
                 self.write(bam_header(header))
             else:
                 self.write(header.encode("utf-8"))
@@ -192,6 +192,16 @@ class SamWriter:
             self.close()
         else:
             self.abort()
+
+
+def _bgzf_writer(stream: BinaryIO, threads: int) -> BgzfWriter | BgzfProcess:
+    """A BgzfProcess for more than one thread, where a process can be started; else a BgzfWriter."""
+    if threads > 1:
+        try:
+            return BgzfProcess(stream, threads)
+        except OSError:
+            pass
+    return BgzfWriter(stream, max(1, threads))
 
 
 def is_bam_path(path: str | None) -> bool:

@@ -132,6 +132,21 @@ def test_a_bgzf_process_that_cannot_write_fails_the_output(tmp_path: Path) -> No
         writer.close()
 
 
+def test_bam_is_written_in_the_process_where_no_other_starts(tmp_path: Path, monkeypatch) -> None:
+    from marose import sam_file
+
+    def no_process(*args, **kwargs):
+        raise OSError("no interpreter to start")
+
+    monkeypatch.setattr(sam_file, "BgzfProcess", no_process)
+    header = "@HD\tVN:1.6\n@SQ\tSN:c\tLN:100\n"
+    with sam_file.SamWriter(str(tmp_path / "x.bam"), header, threads=4) as out:
+        assert isinstance(out._bam, BgzfWriter)
+        out.write(bam_records(b"r\t0\tc\t7\t60\t4M\t*\t0\t0\tACGT\tIIII\n", ["c"]))
+    with pysam.AlignmentFile(str(tmp_path / "x.bam")) as f:
+        assert [r.reference_start for r in f] == [6]
+
+
 def test_an_aborted_bgzf_process_is_stopped(tmp_path: Path) -> None:
     with open(tmp_path / "x", "wb") as file:
         writer = bgzf.BgzfProcess(file, 2)
