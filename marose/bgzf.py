@@ -125,8 +125,8 @@ class BgzfWriter:
 
 
 class BgzfProcess:
-    """BgzfWriter's bytes, made by a process of its own (`python -m marose.bgzf stream`) that reads
-    the stream from a pipe and writes the blocks into the file. Its threads then take its own
+    """BgzfWriter's bytes, made by a process of its own (`python -m marose.bgzf`) that reads the
+    stream from a pipe and writes the blocks into the file. Its threads then take its own
     interpreter lock only, not the one the mapping's threads hold most of the time: in one
     process, 4 threads compressed 0.9 GB/s alone and 10 MB/s beside two threads running Python
     (scripts/probes/bgzf_threads_probe.py). The same interface as BgzfWriter; the file must have a
@@ -134,14 +134,17 @@ class BgzfProcess:
 
     def __init__(self, file: BinaryIO, threads: int = 1, level: int | None = None):
         file.flush()
-        self._child = _start(["stream", str(threads), str(LEVEL if level is None else level)], file.fileno())
+        level = LEVEL if level is None else level
+        self._child = subprocess.Popen([sys.executable, "-m", "marose.bgzf", str(threads), str(level)],
+                                       stdin=subprocess.PIPE, stdout=file.fileno())
+        _widen_pipe(self._child.stdin.fileno())
 
     def write(self, data) -> None:
         """Appends bytes (any bytes-like object; it may be reused once this returns)."""
         try:
             self._child.stdin.write(data)
         except BrokenPipeError:
-            _failed(self._child)
+            self._failed()
 
     def close(self) -> None:
         """Writes what is left, and the end-of-file block, once the process has compressed it all."""
@@ -150,41 +153,31 @@ class BgzfProcess:
         except BrokenPipeError:
             pass
         if self._child.wait() != 0:
-            _failed(self._child)
+            self._failed()
 
     def abort(self) -> None:
         """Stops the process; what it had not written is lost."""
-        _stop(self._child)
+        if self._child.poll() is None:
+            self._child.kill()
+        try:
+            self._child.stdin.close()
+        except OSError:
+            pass
+        self._child.wait()
+
+    def _failed(self) -> None:
+        self.abort()
+        raise OSError(errno.EIO, f"the BGZF process ended with status {self._child.returncode}")
 
 
-def _start(arguments: list[str], stdout) -> subprocess.Popen:
-    """`python -m marose.bgzf ARGUMENTS`, fed through a pipe that holds a task's input, so that
-    the writer seldom waits on the reader (Linux)."""
-    child = subprocess.Popen([sys.executable, "-m", "marose.bgzf", *arguments], stdin=subprocess.PIPE, stdout=stdout)
+def _widen_pipe(fd: int) -> None:
+    """Lets the pipe hold a task's input, so that the writer seldom waits on the reader (Linux)."""
     try:
         import fcntl
 
-        fcntl.fcntl(child.stdin.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), TASK_INPUT)
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), TASK_INPUT)
     except OSError:
         pass
-    return child
-
-
-def _stop(child: subprocess.Popen) -> None:
-    if child.poll() is None:
-        child.kill()
-    for pipe in (child.stdin, child.stdout):
-        try:
-            if pipe is not None:
-                pipe.close()
-        except OSError:
-            pass
-    child.wait()
-
-
-def _failed(child: subprocess.Popen) -> None:
-    _stop(child)
-    raise OSError(errno.EIO, f"the BGZF process ended with status {child.returncode}")
 
 
 def compress_stream(source: BinaryIO, file: BinaryIO, threads: int, level: int) -> None:
@@ -219,75 +212,6 @@ def compress_piece(data, stream_at: int, pool: ThreadPoolExecutor) -> tuple[byte
         head, tail = cut_at_blocks(view.nbytes, stream_at)
         tasks = [bytes(view[at:min(at + TASK_INPUT, tail)]) for at in range(head, tail, TASK_INPUT)]
         return bytes(view[:head]), bytes(view[tail:]), b"".join(pool.map(compress_blocks, tasks))
-
-
-_PIECE = struct.Struct("<QQ")  # a piece's stream offset and size, before its bytes
-_PARTS = struct.Struct("<QQQ")  # the sizes of its head, tail and compressed blocks, before them
-
-
-class PiecesInThreads:
-    """compress_piece on threads of this process."""
-
-    def __init__(self, threads: int):
-        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="marose-bgzf")
-
-    def compress(self, data, stream_at: int) -> tuple[bytes, bytes, bytes]:
-        return compress_piece(data, stream_at, self._pool)
-
-    def close(self) -> None:
-        self._pool.shutdown(cancel_futures=True)
-
-
-class PiecesInProcess:
-    """compress_piece in a process of its own (`python -m marose.bgzf pieces THREADS`), whose
-    threads take its own interpreter lock only (see BgzfProcess): the pieces go through a pipe,
-    their head, tail and blocks come back through another."""
-
-    def __init__(self, threads: int):
-        self._child = _start(["pieces", str(threads)], subprocess.PIPE)
-
-    def compress(self, data, stream_at: int) -> tuple[bytes, bytes, bytes]:
-        with memoryview(data) as view:
-            try:
-                self._child.stdin.write(_PIECE.pack(stream_at, view.nbytes))
-                self._child.stdin.write(view)
-                self._child.stdin.flush()
-                sizes = _PARTS.unpack(_read_exactly(self._child.stdout, _PARTS.size))
-                head, tail, blocks = (_read_exactly(self._child.stdout, size) for size in sizes)
-                return head, tail, blocks
-            except (BrokenPipeError, EOFError):
-                _failed(self._child)
-
-    def close(self) -> None:
-        _stop(self._child)
-
-
-def piece_compressor(threads: int) -> PiecesInProcess | PiecesInThreads:
-    """Compresses pieces for BlockPlacer: in a process of its own, where one starts."""
-    try:
-        return PiecesInProcess(threads)
-    except OSError:
-        return PiecesInThreads(threads)
-
-
-def compress_pieces(source: BinaryIO, sink: BinaryIO, threads: int) -> None:
-    """PiecesInProcess's side: each piece of source (its offset and size, then its bytes) as its
-    head, tail and compressed blocks (their sizes first) into sink, until source ends."""
-    with ThreadPoolExecutor(threads, thread_name_prefix="marose-bgzf") as pool:
-        while header := source.read(_PIECE.size):
-            stream_at, size = _PIECE.unpack(header)
-            parts = compress_piece(_read_exactly(source, size), stream_at, pool)
-            sink.write(_PARTS.pack(*(len(part) for part in parts)))
-            for part in parts:
-                sink.write(part)
-            sink.flush()
-
-
-def _read_exactly(stream: BinaryIO, size: int) -> bytes:
-    data = stream.read(size)
-    if len(data) != size:
-        raise EOFError("the stream ended within a piece")
-    return data
 
 
 class BlockPlacer:
@@ -351,14 +275,11 @@ def write_at(fd: int, data, at: int) -> None:
             view, at = view[written:], at + written
 
 
-if __name__ == "__main__":  # stream THREADS LEVEL (BgzfProcess), or pieces THREADS (PiecesInProcess)
+if __name__ == "__main__":  # BgzfProcess's process: THREADS LEVEL, the stream on stdin, BGZF to stdout
     import signal
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the mapping process stops it, or ends its input
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the mapping process stops it, or ends the stream
     try:
-        if sys.argv[1] == "pieces":
-            compress_pieces(sys.stdin.buffer, sys.stdout.buffer, int(sys.argv[2]))
-        else:
-            compress_stream(sys.stdin.buffer, sys.stdout.buffer, int(sys.argv[2]), int(sys.argv[3]))
-    except (OSError, EOFError) as e:
-        sys.exit(f"marose: the BAM output: write error ({getattr(e, 'strerror', None) or e})")
+        compress_stream(sys.stdin.buffer, sys.stdout.buffer, int(sys.argv[1]), int(sys.argv[2]))
+    except OSError as e:
+        sys.exit(f"marose: the BAM output: write error ({e.strerror or e})")

@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from . import read_ranges, reads
@@ -580,7 +581,7 @@ class ToMain:
     compressing_threads: int = 1  # BAM's
     _file: int | None = None
     _allocating: bool = True  # whether each batch's blocks are allocated before it is written
-    _compressing: object = None  # bgzf.piece_compressor's, at the first BAM batch
+    _compressing: ThreadPoolExecutor | None = None
 
     @property
     def is_bam(self) -> bool:
@@ -600,14 +601,13 @@ class ToMain:
                 self._write_at(view, answer[1], answer[2])
 
     def _compress_at(self, view, path: str, stream_at: int) -> None:
-        """BAM records at stream_at in the BAM stream: their whole blocks compressed (by a process
-        of this one's), written where the main process says once it has their head and tail
-        (bgzf.BlockPlacer)."""
+        """BAM records at stream_at in the BAM stream: their whole blocks compressed here, written
+        where the main process says once it has their head and tail (bgzf.BlockPlacer)."""
         from . import bgzf
 
         if self._compressing is None:
-            self._compressing = bgzf.piece_compressor(self.compressing_threads)
-        head, tail, blocks = self._compressing.compress(view, stream_at)
+            self._compressing = ThreadPoolExecutor(self.compressing_threads, thread_name_prefix="marose-bgzf")
+        head, tail, blocks = bgzf.compress_piece(view, stream_at, self._compressing)
         self.messages.send(("pieces", head, tail, len(blocks)))
         answer = self.messages.recv()
         self._write_at(memoryview(blocks), path, answer[2])
@@ -626,7 +626,7 @@ class ToMain:
         if self._file is not None:
             os.close(self._file)
         if self._compressing is not None:
-            self._compressing.close()
+            self._compressing.shutdown(cancel_futures=True)
 
     def abort(self) -> None:
         self.close()

@@ -147,14 +147,6 @@ def test_bam_is_written_in_the_process_where_no_other_starts(tmp_path: Path, mon
         assert [r.reference_start for r in f] == [6]
 
 
-def test_a_piece_process_that_ends_fails_the_piece() -> None:
-    compressor = bgzf.PiecesInProcess(2)
-    assert compressor.compress(bytes(BLOCK_INPUT + 5), 3)[0] == bytes(BLOCK_INPUT - 3)
-    compressor._child.kill()
-    with pytest.raises(OSError):
-        compressor.compress(bytes(4 * BLOCK_INPUT), 0)
-
-
 def test_an_aborted_bgzf_process_is_stopped(tmp_path: Path) -> None:
     with open(tmp_path / "x", "wb") as file:
         writer = bgzf.BgzfProcess(file, 2)
@@ -165,10 +157,10 @@ def test_an_aborted_bgzf_process_is_stopped(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("header_size", [0, 40, BLOCK_INPUT, 3 * BLOCK_INPUT + 7])
 def test_blocks_placed_by_pieces_are_the_blocks_of_one_stream(tmp_path: Path, header_size: int) -> None:
-    """bgzf.BlockPlacer: pieces compressed apart (by the processes of several devices, here or in
-    processes of their own), each placed in turn, make the file BgzfWriter makes of their stream,
-    whatever their sizes."""
+    """bgzf.BlockPlacer: pieces compressed apart (by the processes of several devices), each
+    placed in turn, make the file BgzfWriter makes of their stream, whatever their sizes."""
     import random
+    from concurrent.futures import ThreadPoolExecutor
 
     rng = random.Random(header_size)
     header = rng.randbytes(header_size)
@@ -183,12 +175,10 @@ def test_blocks_placed_by_pieces_are_the_blocks_of_one_stream(tmp_path: Path, he
     fd = os.open(tmp_path / "placed.bam", os.O_WRONLY | os.O_CREAT)
     placer = bgzf.BlockPlacer(fd, str(tmp_path / "placed.bam"), header)
     starts = [placer.start(len(data)) for data in pieces]  # all given before any is placed
-    compressors = [bgzf.PiecesInThreads(3), bgzf.PiecesInProcess(2)]  # as one process would, and as another
-    for number, (data, at) in enumerate(zip(pieces, starts)):
-        head, tail, compressed = compressors[number % 2].compress(data, at)
-        os.pwrite(fd, compressed, placer.place(head, tail, len(compressed)))
-    for compressor in compressors:
-        compressor.close()
+    with ThreadPoolExecutor(3) as pool:
+        for data, at in zip(pieces, starts):
+            head, tail, compressed = bgzf.compress_piece(data, at, pool)
+            os.pwrite(fd, compressed, placer.place(head, tail, len(compressed)))
     placer.close()
     os.close(fd)
     assert (tmp_path / "placed.bam").read_bytes() == (tmp_path / "one.bam").read_bytes()
