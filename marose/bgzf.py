@@ -1,6 +1,6 @@
 """BGZF (the blocked gzip of BAM files, SAM spec 4.1), compressed by a pool of threads: the
 compressor releases the interpreter lock while it deflates, so that blocks compress on several
-cores while the mapper's threads go on. Without numpy, so that a client of `marose serve` starts
+cores while the mapper's threads go on (and, with BgzfProcess, in a process of their own). Without numpy, so that a client of `marose serve` starts
 quickly.
 
 The compressor is ISA-L's (the `isal` package, marose's optional extra `isal`) where it is
@@ -135,8 +135,12 @@ class BgzfProcess:
     def __init__(self, file: BinaryIO, threads: int = 1, level: int | None = None):
         file.flush()
         level = LEVEL if level is None else level
+        # the process imports this marose, wherever the one mapping found it
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
         self._child = subprocess.Popen([sys.executable, "-m", "marose.bgzf", str(threads), str(level)],
-                                       stdin=subprocess.PIPE, stdout=file.fileno())
+                                       stdin=subprocess.PIPE, stdout=file.fileno(),
+                                       env={**os.environ, "PYTHONPATH": path})
         _widen_pipe(self._child.stdin.fileno())
 
     def write(self, data) -> None:
