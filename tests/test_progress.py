@@ -82,25 +82,26 @@ def test_the_bytes_read_are_the_file_bytes_compressed_or_not(tmp_path, compress)
 
 def test_a_long_gzip_input_is_counted_as_it_is_parsed(tmp_path, monkeypatch):
     """With small blocks the count grows batch by batch, in step with the reads parsed, and
-    never passes the file's size."""
+    never passes the file's size. (ISA-L's inflater takes up to about 12 KB of input ahead of
+    what it has given out: the file is large beside that.)"""
     from marose import reads
 
     monkeypatch.setattr(reads, "CHUNK_BYTES", 4096)
     monkeypatch.setattr(reads, "GZIP_OUT_BYTES", 4096)
-    text = fastq(4000, seed=5)
+    text = fastq(20000, seed=5)
     path = tmp_path / "r.fq.gz"
     path.write_bytes(gzip.compress(text, compresslevel=1))
     seen = BytesRead()
-    seen_at = [(seen.done, seen.reads, len(batch)) for batch in read_batches(str(path), 200, seen)]
+    seen_at = [(seen.done, seen.reads, len(batch)) for batch in read_batches(str(path), 1000, seen)]
     done = [d for d, _, _ in seen_at]
     assert done == sorted(done) and done[0] < seen.total // 4 and seen.done == seen.total
     mapped = 0
     for _, parsed, n in seen_at:
         mapped += n
-        assert parsed - mapped < 200  # the reader parses less than a batch ahead of this one
+        assert parsed - mapped < 1000  # the reader parses less than a batch ahead of this one
     # the share a batch's reads take follows the compressed bytes behind them
     halfway = BytesRead(done=seen_at[9][0], reads=seen_at[9][1], total=seen.total)
-    assert halfway.share(2000) == pytest.approx(0.5, abs=0.05)
+    assert halfway.share(10000) == pytest.approx(0.5, abs=0.05)
 
 
 def test_stdin_has_no_known_size(monkeypatch):
