@@ -195,8 +195,10 @@ class SamWriter:
 
 
 def _bgzf_writer(stream: BinaryIO, threads: int) -> BgzfWriter | BgzfProcess:
-    """A BgzfProcess for more than one thread, where a process can be started; else a BgzfWriter."""
-    if threads > 1:
+    """A BgzfProcess for more than one thread, where a process can be started that imports this
+    marose (an interpreter run with -I or -E ignores the PYTHONPATH that tells it where); else a
+    BgzfWriter."""
+    if threads > 1 and not (sys.flags.isolated or sys.flags.ignore_environment):
         try:
             return BgzfProcess(stream, threads)
         except OSError:
