@@ -1,7 +1,7 @@
 """BGZF (the blocked gzip of BAM files, SAM spec 4.1), compressed by a pool of threads: the
 compressor releases the interpreter lock while it deflates, so that blocks compress on several
-cores while the mapper's threads go on (and, with BgzfProcess, in a process of their own). Without numpy, so that a client of `marose serve` starts
-quickly.
+cores while the mapper's threads go on (and, with BgzfProcess, in a process of their own).
+Without numpy, so that a client of `marose serve` starts quickly.
 
 The compressor is ISA-L's (the `isal` package, marose's optional extra `isal`) where it is
 installed, else zlib. On BAM records ISA-L's level 2 deflated 625 MB/s on one core against
