@@ -18,7 +18,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from marose import dna
-from marose.bgzf import deflate as inflating  # ISA-L's where installed: 2.3x zlib's rate on FASTQ (2-core machine)
+from marose.bgzf import deflate as inflating  # ISA-L's where installed: 2.7x zlib's rate (scripts/probes/inflate_probe.py)
 from marose.errors import MaroseError, RecordError
 from marose.regions import region_offsets
 
