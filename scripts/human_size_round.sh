@@ -11,6 +11,8 @@
 #   scripts/human_size_round.sh parts [N] [LIMIT] # 121 Mbp: N 100 bp reads (1M), the index kept on the device
 #                                                 # and cut to LIMIT (700M: two parts) by --max-device-memory
 #   scripts/human_size_round.sh serve             # 121 Mbp, Table II reads: served against standalone
+#   scripts/human_size_round.sh peers [N]         # 3.1 Gbp: N 100 bp reads (1M), marose (k 5) against minimap2
+#                                                 # -x sr (its index built first, once) and its -N 100; true locus
 #
 # Needs bench/h/arabidopsis_3sp.fa.gz (scripts/fetch_genomes.sh --big) and pyopencl, mmh3 and
 # pysam importable (for the device machine: ../shared/tools/gpu-wheels.sh's wheels in .whl/).
@@ -90,6 +92,20 @@ serve)
     [ -e $three ] || gunzip -c bench/h/arabidopsis_3sp.fa.gz > $three
     [ -e $h/t2.fq ] || python3 scripts/simulate_reads.py $three $h/t2.fq --n 460544 --length 40 --subs 3 --seed 11
     python3 scripts/bench_serve.py -x $h/a1.marose $h/t2.fq -k 3 --repeats 5
+    ;;
+peers)
+    make_reads "${2:-}"
+    [ -e $h/human_size.mmi ] || run minimap2 -t 16 -x sr -d $h/human_size.mmi $h/human_size.fa
+    head -n 4000 $r100 > $h/r1k.fq
+    python3 -m marose.cli map -q -x $h/human_size.fa $h/r1k.fq -k 5 -o /dev/null  # programs built, untimed
+    python3 scripts/versus.py --rounds 2 \
+        --output $h/o100.sam "python3 -m marose.cli map -q -x $h/human_size.fa $r100 -k 5 -o $h/o100.sam" \
+        --output $h/m100.sam "minimap2 -t 16 -ax sr $h/human_size.mmi $r100 -o $h/m100.sam 2>/dev/null" \
+        --output $h/mn100.sam "minimap2 -t 16 -ax sr -N 100 $h/human_size.mmi $r100 -o $h/mn100.sam 2>/dev/null"
+    for sam in o100 m100 mn100; do
+        python3 -c "import sys; sys.path.insert(0, 'scripts'); from bench_score import true_locus
+print(sys.argv[1], true_locus(sys.argv[2], int(sys.argv[3]), 5))" $sam $h/$sam.sam $(( $(wc -l < $r100) / 4 ))
+    done
     ;;
 *)
     echo "unknown stage $1" >&2
