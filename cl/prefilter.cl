@@ -11,7 +11,9 @@
  *
  * A task is `slice` candidates of one row, as row_loci's; it tests the chains that start in it,
  * LANES windows at a time (the same read in every lane): one word of Myers a column for all of
- * them, until none of them can still end within k.
+ * them, until none of them can still end within k. The loops over the lanes are unrolled, so that
+ * their arrays become registers that the compiler may join into vector instructions (PoCL 5.0
+ * left them in memory, a scalar loop over the lanes).
  *
  * Needs search.cl and extend.cl (WORD_BITS). Defines: LANES. */
 
@@ -90,6 +92,7 @@ inline void mark_kept(PREFILTER_ARGS, const uint backwards)
         uint begin[LANES], last_column[LANES];  /* a lane reads its last column again when done */
         int columns[LANES], starts_before[LANES], score[LANES], best[LANES], most = 0;
         ulong pv[LANES], mv[LANES];
+        #pragma unroll
         for (uint l = 0; l < LANES; ++l) {
             uint w = 0, e = 0;
             chain[l] = i;
@@ -113,6 +116,7 @@ inline void mark_kept(PREFILTER_ARGS, const uint backwards)
                 ++i;
         }
         for (int c = 0; c < most; ++c) {
+            #pragma unroll
             for (uint l = 0; l < LANES; ++l) {
                 uint step = min((uint)c, last_column[l]);
                 uchar b = genome[backwards ? begin[l] - step : begin[l] + step];
@@ -135,6 +139,7 @@ inline void mark_kept(PREFILTER_ARGS, const uint backwards)
                    through this column, at a row i no less than 64 - (columns left), so at no less
                    than the least D[i] there: the score less the rises below row i */
                 int open = 0;
+                #pragma unroll
                 for (uint l = 0; l < LANES; ++l) {
                     int left = columns[l] - 1 - c;
                     ulong band = left <= 0 ? 0UL : left >= (int)WORD_BITS ? ~0UL : ~0UL << (WORD_BITS - (uint)left);
@@ -145,6 +150,7 @@ inline void mark_kept(PREFILTER_ARGS, const uint backwards)
                     break;
             }
         }
+        #pragma unroll
         for (uint l = 0; l < LANES; ++l) {
             uchar kept_here = columns[l] > 0 && best[l] <= (int)k;
             for (uint j = chain[l]; j <= chain_end[l] && j + 1u > chain[l]; ++j)
