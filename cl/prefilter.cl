@@ -12,8 +12,8 @@
  * A task is `slice` candidates of one row, as row_loci's; it tests the chains that start in it,
  * LANES windows at a time (the same read in every lane): one word of Myers a column for all of
  * them, until none of them can still end within k. The loops over the lanes are unrolled, so that
- * their arrays become registers that the compiler may join into vector instructions (PoCL 5.0
- * left them in memory, a scalar loop over the lanes).
+ * their arrays become registers that the compiler may join into vector instructions (a sixth off
+ * the kernel's time under PyPI's PoCL 3.0; PoCL 5.0 still runs the lanes one after another).
  *
  * Needs search.cl and extend.cl (WORD_BITS). Defines: LANES. */
 
