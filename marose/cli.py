@@ -196,7 +196,7 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
 
     from . import device_processes
     from .device import choose_devices
-    from .sam_file import SamWriter
+    from .sam_file import SamWriter, output_threads
     from .session import map_reads, open_reads, open_session
 
     check_map_options(args)
@@ -204,7 +204,7 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     command_line = " ".join(shlex.quote(a) for a in ["marose", *sys.argv[1:]])
 
     def open_output(header: str):
-        return SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1)
+        return SamWriter(args.output, header, threads=output_threads(args.threads))
 
     # the index loads and the first batch is read while the devices are found and opened in this
     # thread (which makes every OpenCL call); their batch size is asked for when the second batch is

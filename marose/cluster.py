@@ -103,7 +103,7 @@ def map_on_cluster(args, log) -> None:
     from .progress import Progress
     from .reads import BytesRead, read_batches
     from .sam import sam_header
-    from .sam_file import SamWriter
+    from .sam_file import SamWriter, output_threads
 
     check_map_options(args)
     if len(args.reads) != 1 or args.interleaved:
@@ -130,7 +130,7 @@ def map_on_cluster(args, log) -> None:
         submitted = (client.submit(map_chunk, index.path, index.fingerprint, options, chunk,
                                    key=f"marose-map-{run}-{number}", pure=False)
                      for number, chunk in enumerate(chunks))
-        with SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1) as out:
+        with SamWriter(args.output, header, threads=output_threads(args.threads)) as out:
             try:
                 stats = _written(_in_order(submitted, lambda: _window(client)), out, progress)
             except RecordError as error:

@@ -55,7 +55,7 @@ def map_on_devices(args, specs: list[str], loading, reading, batches, bytes_read
     from .params import default_max_errors
     from .progress import Progress
     from .sam import sam_header
-    from .sam_file import SamWriter
+    from .sam_file import SamWriter, output_threads
 
     index = loading.result()
     processes = [DeviceProcess(spec, index.path, _worker_args(args, number == 0, len(specs))) for number, spec in
@@ -85,7 +85,7 @@ def map_on_devices(args, specs: list[str], loading, reading, batches, bytes_read
         progress = Progress(log, sys.stderr if not args.quiet and sys.stderr.isatty() else None, bytes_read,
                             unit=layout.unit)
         started = time.time()
-        with SamWriter(args.output, header, threads=args.threads or os.cpu_count() or 1, spread=True) as out:
+        with SamWriter(args.output, header, threads=output_threads(args.threads), spread=True) as out:
             dealing = Dealing(itertools.chain(learning or [first], later), processes)
             try:
                 results = _written(processes, out, progress)
@@ -150,9 +150,10 @@ def _worker_args(args, first: bool, n_devices: int):
     import argparse
 
     from .bgzf import compressing_threads
+    from .sam_file import output_threads
 
     options = argparse.Namespace(**vars(args))
-    options.compressing_threads = compressing_threads((args.threads or os.cpu_count() or 1) // n_devices)
+    options.compressing_threads = compressing_threads(output_threads(args.threads) // n_devices)
     options.stats_kernels, options.stats = bool(args.stats), None
     options.explain = args.explain and first
     options.first_process = first  # which alone warns of read lengths without a guarantee

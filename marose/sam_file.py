@@ -206,6 +206,11 @@ def _bgzf_writer(stream: BinaryIO, threads: int) -> BgzfWriter | BgzfProcess:
     return BgzfWriter(stream, max(1, threads))
 
 
+def output_threads(threads: int | None) -> int:
+    """The threads that compress BAM (`-t`): as given, else every core."""
+    return threads or os.cpu_count() or 1
+
+
 def is_bam_path(path: str | None) -> bool:
     """Whether SamWriter writes BAM to path (which then takes BAM records)."""
     return path is not None and path.endswith(".bam")

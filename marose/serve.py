@@ -22,7 +22,7 @@ import time
 import traceback
 
 from .errors import MaroseError
-from .sam_file import HandedOutput, SamWriter
+from .sam_file import HandedOutput, SamWriter, output_threads
 from .serve_protocol import (DONE, STDERR, check_socket_path, default_socket, make_private_folder, receive_request,
                              send_frame, socket_folder, socket_state)
 
@@ -276,7 +276,7 @@ class _ClientOutput(SamWriter):
 
     def __init__(self, client: _Client, output: HandedOutput, args, header: str):
         self.client = client
-        super().__init__(args.output, header, args.threads or os.cpu_count() or 1, place=output)
+        super().__init__(args.output, header, output_threads(args.threads), place=output)
 
     def write(self, records) -> None:
         self.client.check()
