@@ -82,7 +82,7 @@ def _xa_records(rec: pysam.AlignedSegment, header: pysam.AlignmentHeader) -> lis
     return out
 
 
-def _span_cigars(sam_in: str, sam_out: str) -> bool:
+def span_cigars(sam_in: str, sam_out: str) -> bool:
     """Copy sam_in, giving each mapped record without a CIGAR (Yara's secondary records) the
     CIGAR `<span>M` from its POS and XP:i, the end just past the alignment (1-based, as Rabema's
     --extra-pos-tag reads it: span = XP - POS); SEQ is `*` there, so the
@@ -107,7 +107,7 @@ def normalize(sam_in: str, sam_out: str) -> None:
     """One record per locus, no clips, sorted by read name (see the module's docstring)."""
     unsorted = sam_out + ".unsorted.sam"
     spans = sam_out + ".spans.sam"
-    if _span_cigars(sam_in, spans):
+    if span_cigars(sam_in, spans):
         sam_in = spans
     with pysam.AlignmentFile(sam_in, "r") as src, pysam.AlignmentFile(unsorted, "w", template=src) as dst:
         for rec in src:

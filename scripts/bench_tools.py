@@ -349,6 +349,50 @@ class Yara(Tool):
 TOOLS = {tool.name: tool for tool in (Marose(), BwaAln(), BwaAlnAll(), Bowtie2(), Minimap2(), Razers3(), Yara())}
 
 
+def genome_summary(path: str) -> tuple[int, int, bool]:
+    """(sequences, bases, whether every peer can read it as is): SeqAn's tools need a FASTA
+    index (in each record every line but the last has one length, none longer, none empty)
+    and only A, C, G, T and N (RazerS 3 stops at IUPAC codes)."""
+    count = bases = 0
+    readable = True
+    width = last = None
+    with open(path, "rb") as f:
+        for line in f:
+            if line.startswith(b">"):
+                count += 1
+                width = last = None
+                continue
+            seq = line.rstrip(b"\r\n")
+            n = len(seq)
+            bases += n
+            if n == 0 or (last is not None and last != width) or (width is not None and n > width) or \
+                    seq.translate(None, b"ACGTNacgtn"):
+                readable = False
+            width = n if width is None else width
+            last = n
+    return count, bases, readable
+
+
+def sanitize(src: str, dst: str, width: int = 60) -> None:
+    """src with IUPAC codes as N and every sequence line `width` long (a record's last shorter)."""
+    other = re.compile(r"[^ACGTNacgtn]")
+    with open(src) as f, open(dst + ".tmp", "w") as out:
+        seq: list[str] = []
+
+        def flush():
+            text = other.sub("N", "".join(seq))
+            out.writelines(text[i:i + width] + "\n" for i in range(0, len(text), width))
+            seq.clear()
+        for line in f:
+            if line.startswith(">"):
+                flush()
+                out.write(line)
+            else:
+                seq.append(line.strip())
+        flush()
+    os.replace(dst + ".tmp", dst)
+
+
 def unpack_debs(deb_dir: str, prefix: str) -> str:
     """Unpack every .deb of deb_dir into prefix (once); return prefix."""
     debs = sorted(glob.glob(os.path.join(deb_dir, "*.deb")))
