@@ -35,6 +35,12 @@ class MappedPairs:
     def loci(self) -> BatchLoci:
         return mapped_loci(self.device, self.hits, self.contig_offsets)
 
+    def single_loci(self) -> BatchLoci:
+        """The loci of the reads with one locus within k, read back: all that learning the
+        insert size from unique pairs reads (the mates of repeats have thousands)."""
+        return mapped_loci(self.device, self.hits, self.contig_offsets,
+                           np.flatnonzero(np.asarray(self.n_loci) == 1))
+
 
 @dataclass
 class PairedBatch:
@@ -133,7 +139,7 @@ class PairedEnd:
         finally:
             for lane in lanes:
                 lane.shutdown()
-        self.insert = learned_insert(((part, mapped.loci, mapped.n_loci)
+        self.insert = learned_insert(((part, mapped.single_loci(), mapped.n_loci)
                                       for b in ahead for part, mapped in self.ahead[b.first_pair]), log)
         return ahead, batches
 
@@ -143,7 +149,7 @@ class PairedEnd:
         of a run does from the same first batches, so that they all pair alike."""
         lane = mapper.on_lane(mapper.device)
         mapped = [part for batch in batches for part in map_pairs_in_parts(lane, batch)]
-        self.insert = learned_insert(((part, m.loci, m.n_loci) for part, m in mapped), log, learn_pairs)
+        self.insert = learned_insert(((part, m.single_loci(), m.n_loci) for part, m in mapped), log, learn_pairs)
         self.settled = True
 
     def reads(self, batch: PairBatch):

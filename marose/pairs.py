@@ -264,23 +264,48 @@ def _lexsort(keys: tuple[np.ndarray, ...]) -> np.ndarray:
 
 def proper_combinations(mate1: MateLoci, mate2: MateLoci, insert: InsertSize,
                         genome_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every proper combination of a mate-1 locus and a mate-2 locus of one pair: their indices."""
-    span = int(genome_offsets[-1]) + 2 * insert.high + 2
+    """Every proper combination of a mate-1 locus and a mate-2 locus of one pair: their indices.
+    A mate-1 locus is set against the mate-2 loci of its pair only on the strand, and on the side
+    of its 5' end, that the orientation asks (_windows), within the insert bounds: repeats give
+    a pair thousands of loci near each other, most of them at the wrong strand or distance."""
+    if insert.low > insert.high:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    span = int(genome_offsets[-1]) + 2 * insert.high + 2  # the keys of one pair never reach another's
     key1 = mate1.pair * span + genome_offsets[mate1.contig] + mate1.five + insert.high
     key2 = mate2.pair * span + genome_offsets[mate2.contig] + mate2.five + insert.high
-    by_key = np.argsort(key2, kind="stable")
-    sorted2 = key2[by_key]
-    low = np.searchsorted(sorted2, key1 - insert.high, "left")
-    high = np.searchsorted(sorted2, key1 + insert.high, "right")
-    near = high - low
-    a = np.repeat(np.arange(key1.size), near)
-    b = by_key[np.arange(int(near.sum())) + np.repeat(low - (np.cumsum(near) - near), near)]
-    five1, five2 = mate1.five[a], mate2.five[b]
-    size = np.abs(five2 - five1)
-    keep = ((mate1.contig[a] == mate2.contig[b])
-            & (orientation(mate1.strand[a], five1, mate2.strand[b], five2) == insert.orientation)
-            & (size >= insert.low) & (size <= insert.high))
+    found_a, found_b = [], []
+    for strand1 in (0, 1):
+        ones = np.flatnonzero(mate1.strand == strand1)
+        for strand2, side in _windows(insert.orientation, strand1):
+            twos = np.flatnonzero(mate2.strand == strand2)
+            twos = twos[np.argsort(key2[twos], kind="stable")]
+            near = key1[ones] + (insert.low if side > 0 else -insert.high)
+            a, b = _within(ones, near, near + (insert.high - insert.low), twos, key2[twos])
+            found_a.append(a)
+            found_b.append(b)
+    a, b = np.concatenate(found_a), np.concatenate(found_b)
+    keep = mate1.contig[a] == mate2.contig[b]
     return a[keep], b[keep]
+
+
+def _windows(orientation: int, strand1: int) -> list[tuple[int, int]]:
+    """Where a mate-1 locus on strand1 finds the mate-2 loci that make a proper pair with it in
+    orientation (as orientation() tells them): (their strand, +1 where their 5' end lies after
+    its own, -1 before), the 5' ends low..high apart."""
+    if ORIENTATIONS[orientation] == "FF":
+        return [(strand1, 1), (strand1, -1)]
+    forward_first = ORIENTATIONS[orientation] == "FR"
+    return [(1 - strand1, 1 if (strand1 == 0) == forward_first else -1)]
+
+
+def _within(ones: np.ndarray, low: np.ndarray, high: np.ndarray, twos: np.ndarray, sorted_keys: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs (ones[i], twos[j]) with low[i] <= sorted_keys[j] <= high[i]."""
+    first = np.searchsorted(sorted_keys, low, "left")
+    count = np.searchsorted(sorted_keys, high, "right") - first
+    a = np.repeat(ones, count)
+    b = twos[np.arange(int(count.sum())) + np.repeat(first - (np.cumsum(count) - count), count)]
+    return a, b
 
 
 def mate_mapq(mate: MateLoci, primary: np.ndarray, pairing: Pairing) -> np.ndarray:
@@ -398,7 +423,8 @@ def _at(values: np.ndarray, index: np.ndarray, missing: int = -1) -> np.ndarray:
 
 def learned_insert(mapped: Iterable, log, learn_pairs: int | None = None) -> InsertSize | None:
     """The insert size learned from the first learn_pairs (default LEARN_PAIRS) pairs of mapped
-    batches (PairBatch, and its BatchLoci and loci within k of each read) in input order,
+    batches (PairBatch, its BatchLoci, at least those of its reads with one locus within k, and
+    the loci within k of each read) in input order,
     described on log; None, with a warning, when too few of them are unique."""
     learn_pairs = learn_pairs or LEARN_PAIRS
     orientations, inserts, seen = [], [], 0

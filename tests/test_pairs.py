@@ -469,6 +469,41 @@ def test_orientation_of_two_loci():
     assert fr.tolist() == [0, 0] and rf.tolist() == [1, 1] and ff.tolist() == [2, 2]
 
 
+def _random_mate_loci(rng, pair_loci: np.ndarray, contig_lengths: list[int]) -> pairs.MateLoci:
+    """Random loci of one mate, pair_loci[p] of pair p, on a few contigs, many near each other."""
+    count = np.asarray(pair_loci, np.int64)
+    pair = np.repeat(np.arange(count.size), count)
+    contig = rng.integers(0, len(contig_lengths), pair.size)
+    pos = rng.integers(0, 1_200, pair.size) + 2_000 * (rng.random(pair.size) < 0.1)
+    pos = np.minimum(pos, np.asarray(contig_lengths)[contig] - 100)
+    return pairs.MateLoci(np.arange(pair.size), pair, rng.integers(0, 2, pair.size), contig, pos, pos + 99,
+                          rng.integers(0, 6, pair.size), count, np.cumsum(count) - count, count)
+
+
+@pytest.mark.parametrize("orientation", [0, 1, 2])
+def test_proper_combinations_are_every_combination_the_rules_call_proper(orientation):
+    # a brute force over every combination of each pair's loci: same contig, the orientation,
+    # 5' ends low..high apart; contig ends and pairs with hundreds of loci, as repeats give
+    rng = np.random.default_rng(orientation)
+    lengths = [1_500, 4_000, 900]
+    offsets = np.array([0, 1_500, 5_500, 6_400])
+    counts1, counts2 = rng.integers(0, 8, 40), rng.integers(0, 8, 40)
+    counts1[:3], counts2[:3] = (300, 0, 250), (280, 5, 0)
+    mate1, mate2 = _random_mate_loci(rng, counts1, lengths), _random_mate_loci(rng, counts2, lengths)
+    insert = pairs.InsertSize(orientation, 180, 420, 300, 30)
+    a, b = pairs.proper_combinations(mate1, mate2, insert, offsets)
+    found = set(zip(a.tolist(), b.tolist()))
+    assert len(found) == a.size
+    every_a, every_b = np.nonzero(mate1.pair[:, None] == mate2.pair[None, :])
+    five1, five2 = mate1.five[every_a], mate2.five[every_b]
+    proper = ((mate1.contig[every_a] == mate2.contig[every_b])
+              & (pairs.orientation(mate1.strand[every_a], five1, mate2.strand[every_b], five2) == orientation)
+              & (np.abs(five2 - five1) >= insert.low) & (np.abs(five2 - five1) <= insert.high))
+    assert found == set(zip(every_a[proper].tolist(), every_b[proper].tolist()))
+    assert 100 < a.size < every_a.size // 4
+    assert pairs.proper_combinations(mate1, mate2, pairs.InsertSize(orientation, 421, 420, 300, 30), offsets)[0].size == 0
+
+
 def test_too_few_unique_pairs_leave_every_pair_improper_with_a_warning(lambda_pairs, tmp_path, capsys):
     fasta, index, ref, first, second, fq1, fq2 = lambda_pairs
     r1, r2 = tmp_path / "r1.fq", tmp_path / "r2.fq"
