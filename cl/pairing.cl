@@ -11,8 +11,10 @@
  *
  * The insert: a pair of loci is proper when on one contig, in orientation (0 FR, 1 RF, 2 FF),
  * their 5' ends low..high apart (no pair is proper when low > high). A pair whose mates' loci
- * make more than heavy combinations, or (with rescue) has no proper pair while a mate has loci,
- * is left to the host (HOST in its status): pair_table writes no records for it. */
+ * make more than heavy combinations is left to pair_heavy, a work-group a pair (HEAVY in its
+ * status), or beyond most combinations to the host; a pair that (with rescue) has no proper pair
+ * while a mate has loci is left to the host too (HOST in its status): pair_table writes no
+ * records for it. */
 
 /* SAM's FLAG bits, as marose/pairs.py names them */
 #define FLAG_PAIRED 1
@@ -29,6 +31,10 @@
 #define STATUS_PROPER 1
 #define STATUS_BOTH_MAPPED 2
 #define STATUS_HOST 4
+#define STATUS_HEAVY 8
+
+#define HEAVY_GROUP 64  /* work-items of pair_heavy's work-group (marose/pairing.py's) */
+#define RANK_BITS 24    /* a locus's rank among its mate's in pair_heavy's keys */
 
 /* A locus's place on its contig. */
 typedef struct {
@@ -57,6 +63,72 @@ inline uint orientation_of(Place a, Place b)
     return leading == 0u ? 0u : 1u;
 }
 
+/* Whether loci x (mate 1) and y (mate 2) are a proper pair. */
+inline bool proper_pair(Place x, Place y, uint orientation, int low, int high)
+{
+    long size = y.five > x.five ? y.five - x.five : x.five - y.five;
+    return x.contig == y.contig && orientation_of(x, y) == orientation && size >= low && size <= high;
+}
+
+/* A pair's proper combinations seen so far: their number, the least score and its combination
+ * (the first of least score in the mates' order: by score, then mate-1 rank, then mate-2 rank,
+ * as key orders them) and the second score in order. */
+typedef struct {
+    uint combos, best, second;
+    ulong key;
+} Combos;
+
+inline Combos no_combos(void)
+{
+    Combos c = {0u, UINT_MAX, UINT_MAX, ULONG_MAX};
+    return c;
+}
+
+/* Adds the combination of mate-1 rank a and mate-2 rank b, of score (seen in the mates' order). */
+inline void add_combo(Combos *c, uint score, uint a, uint b)
+{
+    ++c->combos;
+    if (score < c->best) {
+        c->second = c->best;
+        c->best = score;
+        c->key = ((ulong)score << (2 * RANK_BITS)) | ((ulong)a << RANK_BITS) | b;
+    } else if (score < c->second) {
+        c->second = score;
+    }
+}
+
+/* The combinations of two parts of a pair's, as if seen together. */
+inline Combos merged(Combos x, Combos y)
+{
+    Combos c;
+    c.combos = x.combos + y.combos;
+    c.key = min(x.key, y.key);
+    c.best = min(x.best, y.best);
+    c.second = min(min(x.second, y.second), max(x.best, y.best));
+    return c;
+}
+
+/* Pair p's primary pair, MAPQ and layout (see pair_loci) from its proper combinations; host: left
+ * to the host whatever they are, heavy: left to pair_heavy. */
+inline void settle(uint p, uint n_pairs, uint f1, uint c1, uint f2, uint c2, Combos c, bool host, bool heavy,
+                   uint rescue, uint max_hits, uint xa, __global const uint *mapq, __global int *primary1,
+                   __global int *primary2, __global uint *pair_mapq, __global uint *layout)
+{
+    bool proper = c.combos > 0u;
+    uint gap = c.combos >= 2u ? c.second - c.best : 0u;
+    pair_mapq[p] = proper ? (c.combos == 1u ? mapq[0] : min(mapq[1], mapq[2] * gap)) : 0u;
+    host = host || (rescue && !heavy && !proper && (c1 || c2));
+    uint rank_mask = (1u << RANK_BITS) - 1u;
+    primary1[p] = proper ? (int)(f1 + (uint)(c.key >> RANK_BITS & rank_mask)) : (c1 ? (int)f1 : -1);
+    primary2[p] = proper ? (int)(f2 + (uint)(c.key & rank_mask)) : (c2 ? (int)f2 : -1);
+    layout[p] = (proper ? STATUS_PROPER : 0u) | (c1 && c2 ? STATUS_BOTH_MAPPED : 0u) | (host ? STATUS_HOST : 0u)
+                | (heavy ? STATUS_HEAVY : 0u);
+    uint cap = xa ? 1u : max_hits;
+    layout[n_pairs + p] = (c1 ? min(c1, cap) : 1u) + (c2 ? min(c2, cap) : 1u);
+    layout[2u * n_pairs + p] = xa && c1 ? min(c1, max_hits) - 1u : 0u;
+    layout[3u * n_pairs + p] = xa && c2 ? min(c2, max_hits) - 1u : 0u;
+}
+
 /* The primary pair of each pair: primary1 and primary2 (loci, -1 for none), its MAPQ (pair_mapq,
  * when proper), and in four rows of layout its status, the records pair_table writes of it
  * (both mates') and the XA loci of mate 1 and of mate 2: with xa one record a mapped mate and up
@@ -65,7 +137,7 @@ __kernel void pair_loci(uint n_pairs, __global const uint *mate1, __global const
                         __global const uint *first, __global const uint *row, __global const uint *end,
                         __global const uchar *dist, __global const uint *contig, __global const uint *contig_start,
                         __global const uint *start, __global const uint *mapq, uint orientation, int low, int high,
-                        uint heavy, uint rescue, uint max_hits, uint xa, __global int *primary1,
+                        uint heavy, ulong most, uint rescue, uint max_hits, uint xa, __global int *primary1,
                         __global int *primary2, __global uint *pair_mapq, __global uint *layout)
 {
     uint p = get_global_id(0);
@@ -73,41 +145,70 @@ __kernel void pair_loci(uint n_pairs, __global const uint *mate1, __global const
         return;
     uint f1 = first[mate1[p]], c1 = first[mate1[p] + 1u] - f1;
     uint f2 = first[mate2[p]], c2 = first[mate2[p] + 1u] - f2;
-    bool host = low <= high && (ulong)c1 * c2 > heavy;
-    int best1 = c1 ? (int)f1 : -1, best2 = c2 ? (int)f2 : -1;
-    uint combos = 0u, best = UINT_MAX, second = UINT_MAX;
-    if (low <= high && !host) {
-        for (uint a = f1; a < f1 + c1; ++a) {
-            Place x = place_of(a, row, end, contig, contig_start, start);
-            for (uint b = f2; b < f2 + c2; ++b) {
-                Place y = place_of(b, row, end, contig, contig_start, start);
-                long size = y.five > x.five ? y.five - x.five : x.five - y.five;
-                if (x.contig != y.contig || orientation_of(x, y) != orientation || size < low || size > high)
-                    continue;
-                uint score = (uint)dist[a] + dist[b];
-                ++combos;
-                if (score < best) {  // the first of least score, in the mates' order
-                    second = best;
-                    best = score;
-                    best1 = (int)a;
-                    best2 = (int)b;
-                } else if (score < second) {
-                    second = score;
-                }
-            }
+    ulong n_combos = (ulong)c1 * c2;
+    bool many = low <= high && n_combos > heavy;
+    bool host = many && (n_combos > most || max(c1, c2) >> RANK_BITS);
+    Combos c = no_combos();
+    if (low <= high && !many) {
+        for (uint a = 0; a < c1; ++a) {
+            Place x = place_of(f1 + a, row, end, contig, contig_start, start);
+            for (uint b = 0; b < c2; ++b)
+                if (proper_pair(x, place_of(f2 + b, row, end, contig, contig_start, start), orientation, low, high))
+                    add_combo(&c, (uint)dist[f1 + a] + dist[f2 + b], a, b);
         }
     }
-    bool proper = combos > 0u;
-    uint gap = combos >= 2u ? second - best : 0u;
-    pair_mapq[p] = proper ? (combos == 1u ? mapq[0] : min(mapq[1], mapq[2] * gap)) : 0u;
-    host = host || (rescue && !proper && (c1 || c2));
-    primary1[p] = best1;
-    primary2[p] = best2;
-    layout[p] = (proper ? STATUS_PROPER : 0u) | (c1 && c2 ? STATUS_BOTH_MAPPED : 0u) | (host ? STATUS_HOST : 0u);
-    uint cap = xa ? 1u : max_hits;
-    layout[n_pairs + p] = (c1 ? min(c1, cap) : 1u) + (c2 ? min(c2, cap) : 1u);
-    layout[2u * n_pairs + p] = xa && c1 ? min(c1, max_hits) - 1u : 0u;
-    layout[3u * n_pairs + p] = xa && c2 ? min(c2, max_hits) - 1u : 0u;
+    settle(p, n_pairs, f1, c1, f2, c2, c, host, many && !host, rescue, max_hits, xa, mapq, primary1, primary2,
+           pair_mapq, layout);
+}
+
+/* pair_loci's work for the pairs it left heavy (listed, n_listed of them), a work-group of
+ * HEAVY_GROUP work-items each: an item takes every HEAVY_GROUP-th mate-1 locus against all
+ * mate-2 loci, and the group merges what its items saw. */
+__kernel __attribute__((reqd_work_group_size(HEAVY_GROUP, 1, 1)))
+void pair_heavy(uint n_listed, __global const uint *listed, uint n_pairs, __global const uint *mate1,
+                __global const uint *mate2, __global const uint *first, __global const uint *row,
+                __global const uint *end, __global const uchar *dist, __global const uint *contig,
+                __global const uint *contig_start, __global const uint *start, __global const uint *mapq,
+                uint orientation, int low, int high, uint rescue, uint max_hits, uint xa,
+                __global int *primary1, __global int *primary2, __global uint *pair_mapq, __global uint *layout)
+{
+    __local uint combos[HEAVY_GROUP], best[HEAVY_GROUP], second[HEAVY_GROUP];
+    __local ulong key[HEAVY_GROUP];
+    uint g = get_group_id(0), item = get_local_id(0);
+    if (g >= n_listed)
+        return;  /* the whole group */
+    uint p = listed[g];
+    uint f1 = first[mate1[p]], c1 = first[mate1[p] + 1u] - f1;
+    uint f2 = first[mate2[p]], c2 = first[mate2[p] + 1u] - f2;
+    Combos c = no_combos();
+    for (uint a = item; a < c1; a += HEAVY_GROUP) {
+        Place x = place_of(f1 + a, row, end, contig, contig_start, start);
+        for (uint b = 0; b < c2; ++b)
+            if (proper_pair(x, place_of(f2 + b, row, end, contig, contig_start, start), orientation, low, high))
+                add_combo(&c, (uint)dist[f1 + a] + dist[f2 + b], a, b);
+    }
+    combos[item] = c.combos;
+    best[item] = c.best;
+    second[item] = c.second;
+    key[item] = c.key;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint step = HEAVY_GROUP / 2u; step > 0u; step /= 2u) {
+        if (item < step) {
+            Combos x = {combos[item], best[item], second[item], key[item]};
+            Combos y = {combos[item + step], best[item + step], second[item + step], key[item + step]};
+            Combos m = merged(x, y);
+            combos[item] = m.combos;
+            best[item] = m.best;
+            second[item] = m.second;
+            key[item] = m.key;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (item == 0u) {
+        Combos total = {combos[0], best[0], second[0], key[0]};
+        settle(p, n_pairs, f1, c1, f2, c2, total, false, false, rescue, max_hits, xa, mapq, primary1, primary2,
+               pair_mapq, layout);
+    }
 }
 
 /* Writes the records of a mate (read, its loci [own_first, own_first + count) of loci within k,

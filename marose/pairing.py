@@ -1,10 +1,13 @@
 """Pairing on the device (cl/pairing.cl): each pair's primary pair, proper or not, its MAPQ and
 its records, laid out where the pair records kernel reads them. marose.pairs is the twin, and
-pairs on the host the few pairs the device leaves to it: those whose mates' loci make more than
-HEAVY_COMBINATIONS combinations, and, with mate rescue, those without a proper pair."""
+pairs on the host the few pairs the device leaves to it: with mate rescue, those without a proper
+pair; and those whose mates' loci make more than HEAVY_COMBINATIONS combinations, unless a GPU
+pairs them a work-group each (up to DEVICE_COMBINATIONS: repeats give pairs thousands of loci a
+mate, a GPU pairs such a pair in microseconds and the host in milliseconds)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,8 +20,11 @@ from .regions import region_offsets
 from .sam import MAPQ_MAX_AMBIGUOUS, MAPQ_PER_EDIT, MAPQ_SECONDARY, MAPQ_UNIQUE, Records
 from .sam_records import PAIR_HIT, PAIR_RECORD
 
-HEAVY_COMBINATIONS = 4096  # a pair's combinations of loci beyond which the host pairs it
-PROPER, BOTH_MAPPED, ON_HOST = 1, 2, 4  # a pair's status bits (cl/pairing.cl's STATUS_)
+HEAVY_COMBINATIONS = 4096  # a pair's combinations of loci beyond which a work-item does not pair it
+DEVICE_COMBINATIONS = 1 << 26  # beyond which the host pairs it (a work-group's items take 2^20 each)
+HEAVY_GROUP = 64  # cl/pairing.cl's: work-items a heavy pair
+SWITCH = "MAROSE_HEAVY_PAIRS"  # "device" or "host": who pairs the heavy pairs, whatever the device (to test it)
+PROPER, BOTH_MAPPED, ON_HOST, HEAVY = 1, 2, 4, 8  # a pair's status bits (cl/pairing.cl's STATUS_)
 _MAPQ = (MAPQ_UNIQUE, MAPQ_MAX_AMBIGUOUS, MAPQ_PER_EDIT, MAPQ_SECONDARY)
 
 
@@ -56,14 +62,22 @@ class DevicePaired:
 
 class DevicePairing:
     """Pairs batches of mapped mates on one device: max_hits records a mate (with xa one, the
-    others in XA:Z), with mate rescue (rescue.MateRescue) or without (None)."""
+    others in XA:Z), with mate rescue (rescue.MateRescue) or without (None). heavy_on_device:
+    whether pair_heavy pairs the pairs of many combinations (default: as MAROSE_HEAVY_PAIRS says,
+    else on a GPU; a CPU device's cores would compare them one by one, where the host's numpy
+    looks only near each locus)."""
 
-    def __init__(self, device: Device, contig_offsets: np.ndarray, max_hits: int, xa: bool, rescue=None):
+    def __init__(self, device: Device, contig_offsets: np.ndarray, max_hits: int, xa: bool, rescue=None,
+                 heavy_on_device: bool | None = None):
         self.device, self.max_hits, self.xa, self.rescue = device, max_hits, xa, rescue
         self.contig_offsets = contig_offsets
+        forced = os.environ.get(SWITCH, "")
+        if heavy_on_device is None:
+            heavy_on_device = forced == "device" if forced in ("device", "host") else not device.is_cpu
+        self.heavy_on_device = heavy_on_device
         self.mapq = device.to_device(np.array(_MAPQ, np.uint32))
-        self.kernels = {name: device.kernel(PLAIN, name)
-                        for name in ("pair_loci", "pair_table", "place_records", "place_uints", "pair_hits")}
+        self.kernels = {name: device.kernel(PLAIN, name) for name in
+                        ("pair_loci", "pair_heavy", "pair_table", "place_records", "place_uints", "pair_hits")}
 
     def pair(self, batch: PairBatch, mapped, insert: InsertSize | None) -> DevicePaired:
         """The records of a batch (mapped: pair_driver.MappedPairs) paired with the insert size
@@ -76,11 +90,18 @@ class DevicePairing:
                    hits.contig_start, hits.traced.start)
         paired = [d.empty(4 * n) for _ in range(3)] + [d.empty(16 * n)]  # primary1, primary2, pair_mapq, layout
         orientation, low, high = (insert.orientation, insert.low, insert.high) if insert else (0, 1, 0)
-        d.launch(self.kernels["pair_loci"], groups(n, 64), None, np.uint32(n), *mates, *located, self.mapq,
-                 np.uint32(orientation), np.int32(low), np.int32(high), np.uint32(HEAVY_COMBINATIONS),
-                 np.uint32(self.rescue is not None and insert is not None), np.uint32(self.max_hits),
-                 np.uint32(self.xa), *paired)
+        rules = (self.mapq, np.uint32(orientation), np.int32(low), np.int32(high))
+        most = DEVICE_COMBINATIONS if self.heavy_on_device else HEAVY_COMBINATIONS
+        settling = (np.uint32(self.rescue is not None and insert is not None), np.uint32(self.max_hits),
+                    np.uint32(self.xa), *paired)
+        d.launch(self.kernels["pair_loci"], groups(n, 64), None, np.uint32(n), *mates, *located, *rules,
+                 np.uint32(HEAVY_COMBINATIONS), np.uint64(most), *settling)
         status, n_records, n_xa1, n_xa2 = d.read(paired[-1], np.uint32, 4 * n).reshape(4, n)
+        heavy = np.flatnonzero(status & HEAVY)
+        if heavy.size:
+            d.launch(self.kernels["pair_heavy"], (heavy.size * HEAVY_GROUP,), (HEAVY_GROUP,), np.uint32(heavy.size),
+                     d.to_device(heavy.astype(np.uint32)), np.uint32(n), *mates, *located, *rules, *settling)
+            status = d.read(paired[-1], np.uint32, n)
         on_host = np.flatnonzero(status & ON_HOST)
         host = _HostPairs(batch, mapped, insert, on_host, self) if on_host.size else None
         counts = _device_counts(status)

@@ -70,24 +70,27 @@ def test_all_kernels_are_clean_under_oclgrind(tmp_path):
 
 def test_paired_end_kernels_are_clean_under_oclgrind(tmp_path):
     """mate_names and pair_records, and mate rescue's alignments, on pairs that are proper, have a
-    mate found by rescue only, a mate at two loci and an unmapped mate (the index is built on
-    the CPU device)."""
+    mate found by rescue only, a mate at two loci and an unmapped mate, and pair_heavy on a pair
+    of a tandem repeat, whose mates' loci make more than 4,096 combinations (the index is built
+    on the CPU device)."""
     from marose.dna import decode, encode, reverse_complement
 
     rng = np.random.default_rng(9)
     genome = random_dna(rng, 1200)
-    fasta = write_fasta(tmp_path / "g.fa", {"a": genome, "b": random_dna(rng, 200) + genome[100:150]})
+    repeat = "ACGTTGCAAGT" * 200
+    fasta = write_fasta(tmp_path / "g.fa", {"a": genome, "b": random_dna(rng, 200) + genome[100:150], "c": repeat})
 
     def rc(seq: str) -> str:
         return decode(reverse_complement(encode(seq)))
 
     noisy = genome[800:850].replace("A", "C", 3)  # 3 substitutions: beyond k, within the rescue's 2k
     mates = [(genome[100:150], rc(genome[350:400])), (genome[500:550], rc(noisy)),
-             (random_dna(rng, 50), genome[200:250])]
+             (random_dna(rng, 50), genome[200:250]), (repeat[:50], rc(repeat[250:300]))]
     for mate in (1, 2):
         (tmp_path / f"r{mate}.fq").write_text("".join(f"@p{i}/{mate}\n{m[mate - 1]}\n+\n{'I' * 50}\n"
                                                        for i, m in enumerate(mates)))
-    env = dict(os.environ, OCLGRIND_DATA_RACES="1", OCLGRIND_UNINITIALIZED="1", PYTHONPATH=ROOT)
+    env = dict(os.environ, OCLGRIND_DATA_RACES="1", OCLGRIND_UNINITIALIZED="1", PYTHONPATH=ROOT,
+               MAROSE_HEAVY_PAIRS="device")
     assert subprocess.run([sys.executable, "-m", "indexer.cli", fasta, "--mask", "##-##", "--ln", "4", "-q"],
                           env=env, cwd=tmp_path, timeout=600).returncode == 0
     result = subprocess.run([sys.executable, "-m", "marose.cli", "map", "-x", fasta, "r1.fq", "r2.fq", "-k", "2",
@@ -99,6 +102,15 @@ def test_paired_end_kernels_are_clean_under_oclgrind(tmp_path):
     flags = [int(r[1]) for r in records]
     assert any(f & 2 for f in flags) and any(f & 256 for f in flags) and any(f & 4 for f in flags)
     assert any("XR:i:1" in r[-1] for r in records)
+    # without rescue, which pairs on the host a pair the device left improper, only pair_heavy pairs p3
+    result = subprocess.run([sys.executable, "-m", "marose.cli", "map", "-x", fasta, "r1.fq", "r2.fq", "-k", "2",
+                             "-I", "300,30", "--rescue-errors", "0", "--device", "Oclgrind", "-q", "-o", "heavy.sam"],
+                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert result.returncode == 0 and not any(p in result.stderr.lower() for p in PROBLEMS), result.stderr
+    heavy = [line.split("\t") for line in open(tmp_path / "heavy.sam") if line.startswith("p3\t")]
+    in_repeat = [r for r in heavy if not int(r[1]) & 256]
+    assert len(in_repeat) == 2 and all(int(r[1]) & 2 and int(r[4]) == 0 for r in in_repeat)
+    assert all(int(tag[5:]) > 64 for r in in_repeat for tag in r[11:] if tag.startswith("HN:i:"))
 
 
 def test_prefilter_kernel_is_clean_under_oclgrind(tmp_path):

@@ -625,11 +625,15 @@ def mapped_batch(index_path, lambda_pairs, tmp_path, device):
     return mapper, batch, map_pairs(mapper, batch)
 
 
-@pytest.mark.parametrize("max_hits, xa, heavy, rescue, insert", [
-    (100, False, 4096, 2 * K, "300,30"), (2, False, 1, 2 * K, "300,30"), (3, True, 4096, 2 * K, "300,30"),
-    (100, True, 1, 2 * K, "300,30"), (100, False, 1, 0, "300,30"), (2, False, 4096, 2 * K, None)])
+@pytest.mark.parametrize("max_hits, xa, heavy, rescue, insert, heavy_on_device", [
+    (100, False, 4096, 2 * K, "300,30", False), (2, False, 1, 2 * K, "300,30", False),
+    (3, True, 4096, 2 * K, "300,30", False), (100, True, 1, 2 * K, "300,30", False),
+    (100, False, 1, 0, "300,30", False), (2, False, 4096, 2 * K, None, False),
+    (2, False, 1, 2 * K, "300,30", True), (100, True, 1, 2 * K, "300,30", True), (100, False, 1, 0, "300,30", True)])
 def test_pairing_on_the_device_equals_its_numpy_twin(lambda_pairs, tmp_path, device, monkeypatch, max_hits, xa,
-                                                    heavy, rescue, insert):
+                                                    heavy, rescue, insert, heavy_on_device):
+    # heavy 1: every pair of two combinations or more is heavy, paired on the host or (heavy_on_device) by
+    # pair_heavy, a work-group a pair
     from marose import pairing
     from marose.pair_driver import pair_batch
     from marose.rescue import MateRescue
@@ -640,7 +644,8 @@ def test_pairing_on_the_device_equals_its_numpy_twin(lambda_pairs, tmp_path, dev
     insert = pairs.given_insert(insert) if insert else None
     mate_rescue = MateRescue(mapper, rescue) if rescue else None
     offsets = mapper.contig_offsets
-    paired = pairing.DevicePairing(device, offsets, max_hits, xa, mate_rescue).pair(batch, mapped, insert)
+    paired = pairing.DevicePairing(device, offsets, max_hits, xa, mate_rescue, heavy_on_device).pair(batch, mapped,
+                                                                                                    insert)
     want = pair_batch(batch, mapped, insert, offsets, max_hits, xa, mate_rescue)
     records, xa_hit, hits = paired.table.read(device)
     for name in pairs.Records.__dataclass_fields__:
@@ -654,3 +659,5 @@ def test_pairing_on_the_device_equals_its_numpy_twin(lambda_pairs, tmp_path, dev
     assert paired.counts == want.counts
     assert (want.counts.rescued > 0) == (insert is not None and rescue > 0)
     assert 0 < want.counts.proper < want.counts.pairs or insert is None
+    loci_of = np.diff(mapped.hits.loci.first.astype(np.int64))
+    assert heavy > 1 or np.count_nonzero(loci_of[batch.mate1] * loci_of[batch.mate2] > heavy) > 10
