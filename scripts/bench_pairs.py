@@ -18,7 +18,7 @@ timed (wall time of the whole process, index loading included):
     minimap2 -ax sr -t T GENOME.mmi r1.fq r2.fq
     bowtie2 -k 100 -p T -x GENOME -1 r1.fq -2 r2.fq
     razers3 -rr 100 -i I -m 100 -ll 300 -le 90 -tc T GENOME r1.fq r2.fq   (I admits K errors)
-    yara_mapper -e P -s P -y full -sa record -ra -ll 300 -ld 30 -t T GENOME r1.fq r2.fq   (P: K in percent)
+    yara_mapper -e P -s P -y full -sa record -ra -ll 300 -ld 30 -t T GENOME r1.fq r2.fq  (P: K in %)
 
 A genome that SeqAn's tools cannot read as is (IUPAC codes, uneven lines) is mapped by every
 tool as a copy with IUPAC codes as N, in lines of 60.
@@ -154,8 +154,9 @@ def tool_steps(tool: str, genome: str, home: str, work: str, read_set: ReadSet, 
     if tool == "yara":
         rate = str(read_set.rabema_percent)
         return ([Step(["yara_indexer", "-o", prefix, genome])],
-                [Step(["yara_mapper", "-e", rate, "-s", rate, "-y", "full", "-sa", "record", "-ra", "-ll", str(INSERT_MEAN),
-                       "-ld", str(INSERT_SD), "-t", str(threads), "-o", out_sam, prefix, r1, r2], writes=out_sam)])
+                [Step(["yara_mapper", "-e", rate, "-s", rate, "-y", "full", "-sa", "record", "-ra",
+                       "-ll", str(INSERT_MEAN), "-ld", str(INSERT_SD), "-t", str(threads), "-o", out_sam, prefix,
+                       r1, r2], writes=out_sam)])
     raise SystemExit(f"unknown tool {tool}; use {', '.join(TOOLS)}")
 
 
@@ -165,7 +166,9 @@ INDEX_FILE = {"marose": ".marose/manifest.json", "bwa": ".sa", "minimap2": ".mmi
 
 
 def index_done(tool: str, home: str, genome: str) -> bool:
-    return tool not in INDEX_FILE or os.path.isfile(os.path.join(home, tool, os.path.basename(genome) + INDEX_FILE[tool]))
+    """Whether the tool's index of genome is in home/<tool>/ (RazerS 3 needs none)."""
+    return tool not in INDEX_FILE or \
+        os.path.isfile(os.path.join(home, tool, os.path.basename(genome) + INDEX_FILE[tool]))
 
 
 def mates_read_set(length: int) -> ReadSet:

@@ -501,7 +501,8 @@ def test_proper_combinations_are_every_combination_the_rules_call_proper(orienta
               & (np.abs(five2 - five1) >= insert.low) & (np.abs(five2 - five1) <= insert.high))
     assert found == set(zip(every_a[proper].tolist(), every_b[proper].tolist()))
     assert 100 < a.size < every_a.size // 4
-    assert pairs.proper_combinations(mate1, mate2, pairs.InsertSize(orientation, 421, 420, 300, 30), offsets)[0].size == 0
+    none = pairs.InsertSize(orientation, 421, 420, 300, 30)  # low above high: no pair is proper
+    assert pairs.proper_combinations(mate1, mate2, none, offsets)[0].size == 0
 
 
 def test_too_few_unique_pairs_leave_every_pair_improper_with_a_warning(lambda_pairs, tmp_path, capsys):
