@@ -71,8 +71,8 @@ class DevicePairing:
                  heavy_on_device: bool | None = None):
         self.device, self.max_hits, self.xa, self.rescue = device, max_hits, xa, rescue
         self.contig_offsets = contig_offsets
-        forced = os.environ.get(SWITCH, "")
         if heavy_on_device is None:
+            forced = os.environ.get(SWITCH, "")
             heavy_on_device = forced == "device" if forced in ("device", "host") else not device.is_cpu
         self.heavy_on_device = heavy_on_device
         self.mapq = device.to_device(np.array(_MAPQ, np.uint32))

@@ -273,12 +273,15 @@ def proper_combinations(mate1: MateLoci, mate2: MateLoci, insert: InsertSize,
     span = int(genome_offsets[-1]) + 2 * insert.high + 2  # the keys of one pair never reach another's
     key1 = mate1.pair * span + genome_offsets[mate1.contig] + mate1.five + insert.high
     key2 = mate2.pair * span + genome_offsets[mate2.contig] + mate2.five + insert.high
+    by_key = {}  # each strand's mate-2 loci, by key
+    for strand in (0, 1):
+        twos = np.flatnonzero(mate2.strand == strand)
+        by_key[strand] = twos[np.argsort(key2[twos], kind="stable")]
     found_a, found_b = [], []
     for strand1 in (0, 1):
         ones = np.flatnonzero(mate1.strand == strand1)
         for strand2, side in _windows(insert.orientation, strand1):
-            twos = np.flatnonzero(mate2.strand == strand2)
-            twos = twos[np.argsort(key2[twos], kind="stable")]
+            twos = by_key[strand2]
             near = key1[ones] + (insert.low if side > 0 else -insert.high)
             a, b = _within(ones, near, near + (insert.high - insert.low), twos, key2[twos])
             found_a.append(a)

@@ -223,8 +223,8 @@ def mate_records(sam_in: str, mate: int, sam_out: str) -> None:
 def rabema_per_mate(runner: Runner, genome: str, work: str, read_set: ReadSet, threads: int, log: str) -> list[tuple]:
     """For each mate: (its Context, ReadSet and gold standard .gsi), the gold standard built once."""
     golds = []
+    ctx = Context(genome, work, threads, MAX_HITS)
     for mate, reads in enumerate(single_mates(work), 1):
-        ctx = Context(genome, work, threads, MAX_HITS)
         gsi = os.path.join(work, f"gold{mate}.gsi")
         info = build_gold_standard(runner, ctx, read_set, reads, gsi, log, MAX_HITS)
         print(f"mate {mate} gold standard: {info.get('loci', 0):,} loci of {info.get('reads', 0):,} reads",
