@@ -15,16 +15,6 @@
 #define WORD_BITS 64u
 #define NO_HIT 255
 
-/* Asks for the cache line holding p, where the compiler offers it (clang's builtin: PoCL). */
-#if PREFETCH && defined(__has_builtin)
-#if __has_builtin(__builtin_prefetch)
-#define PREFETCH_LINE(p) __builtin_prefetch(p)
-#endif
-#endif
-#ifndef PREFETCH_LINE
-#define PREFETCH_LINE(p)
-#endif
-
 /* Match masks of a read: word w, base b at peq[4 w + b]. */
 inline void read_masks(__global const uchar *read, uint length, ulong *peq)
 {

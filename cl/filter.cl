@@ -129,6 +129,30 @@ inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __
         n_ = 0;                                                                             \
     } while (0)
 
+/* Asks for the slot of pattern p's key (and of its neighborhoods, when wide) ahead of its
+ * lookup, on a CPU (PREFETCH): the slot reads are the lookups' cache misses, and a work-item's
+ * own lookups are too few to overlap them (one a pattern where E = 0). */
+#define PREFETCH_SLOT_(k, h)                                                                \
+    do {                                                                                    \
+        uint slot_ = phf_slot((k), (h).hash_seed, (h).base, (h).part, g);                   \
+        if (slot_ != NO_KEY) {                                                              \
+            PREFETCH_LINE(slot_key + slot_);                                                \
+            PREFETCH_LINE(slot_start + slot_);                                              \
+        }                                                                                   \
+    } while (0)
+#define PREFETCH_G_(k, h)                                                                   \
+    do {                                                                                    \
+        uint3 e_ = phf_edge((k), (h).hash_seed, (h).base, (h).part);                        \
+        PREFETCH_LINE(g + (e_.x >> 4));                                                     \
+        PREFETCH_LINE(g + (e_.y >> 4));                                                     \
+        PREFETCH_LINE(g + (e_.z >> 4));                                                     \
+    } while (0)
+#define PREFETCH_SLOTS(p, wide, VISIT)                                                      \
+    do {                                                                                    \
+        seed_hash_t hp_ = seed_hash(p.seed - seed_lo, hash_seed, vertex_offset);            \
+        FOR_EACH_NEIGHBOR_KEY(p.key, wide, VISIT, hp_);                                     \
+    } while (0)
+
 /* Whether pattern t of a row (its slots from first, np of them; read offset o) looks up its
  * neighborhoods: in a row whose patterns may be exact (exact_apart: placed, or a fixed layout
  * that allows it), only one followed by a pattern less than a pattern's width apart
@@ -160,6 +184,22 @@ void filter_count(PATTERN_ARGS, uint saved_max, __global const uchar *reads, __g
     uint first = pattern_base[r], np = pattern_base[r + 1] - first;
     uint count = 0, found_here;
     __global uint2 *saved_here;
+#if PREFETCH /* every work-item asks for its g words, then its slots, before any work-item reads one */
+    for (uint t = lid; t < np; t += WG) {
+        uint o = pattern_offset[first + t];
+        pattern_t p = make_pattern(read, o == NO_PATTERN ? 0u : o, span, ln, seed_mask);
+        if (o != NO_PATTERN && p.ok && p.seed - seed_lo < n_seeds)
+            PREFETCH_SLOTS(p, looks_up_neighbors(pattern_offset, first, t, np, o, span + ln, exact_apart[r]), PREFETCH_G_);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint t = lid; t < np; t += WG) {
+        uint o = pattern_offset[first + t];
+        pattern_t p = make_pattern(read, o == NO_PATTERN ? 0u : o, span, ln, seed_mask);
+        if (o != NO_PATTERN && p.ok && p.seed - seed_lo < n_seeds)
+            PREFETCH_SLOTS(p, looks_up_neighbors(pattern_offset, first, t, np, o, span + ln, exact_apart[r]), PREFETCH_SLOT_);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
 #define COUNT(range)                            \
     do {                                        \
         uint2 found = (range);                  \

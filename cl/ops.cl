@@ -22,3 +22,14 @@ inline uint4 mul_hi32x4(uint4 a, uint b)
 {
     return (uint4)(mul_hi32(a.s0, b), mul_hi32(a.s1, b), mul_hi32(a.s2, b), mul_hi32(a.s3, b));
 }
+
+/* Asks for the cache line holding p where the program is built with PREFETCH=1 (a CPU) and the
+ * compiler offers it (clang's builtin: PoCL). */
+#if defined(PREFETCH) && PREFETCH && defined(__has_builtin)
+#if __has_builtin(__builtin_prefetch)
+#define PREFETCH_LINE(p) __builtin_prefetch(p)
+#endif
+#endif
+#ifndef PREFETCH_LINE
+#define PREFETCH_LINE(p)
+#endif

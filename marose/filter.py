@@ -146,7 +146,7 @@ def lookup_batch(device: Device) -> int:
 
 def program_defines(device: Device, e: int, wg: int, capacity: int, lookups_at_once: int | None = None) -> dict:
     return {"E": e, "LOOKUP_BATCH": lookups_at_once or lookup_batch(device), "WG": wg, "CAP": capacity,
-            "BIG_RANGE": wg, "SEED_SHARE": SEED_SHARE, "COST_CAP": f"{COST_CAP}u"}
+            "BIG_RANGE": wg, "SEED_SHARE": SEED_SHARE, "COST_CAP": f"{COST_CAP}u", "PREFETCH": int(device.prefetches)}
 
 
 def programs(device: Device, e: int) -> list[tuple[tuple[str, ...], dict]]:
