@@ -1,24 +1,39 @@
 #!/usr/bin/env bash
-# One call on a GPU machine for the CPU-device figures of BENCHMARKS.md: the host's own OpenCL CPU
-# device (--device 1:0, e.g. Debian's PoCL 5.0) with -t 16, this checkout against BEFORE (a tree of
-# another commit: `git archive C marose indexer cl | tar -x -C BEFORE`), each with the filter over
-# candidates at its default and forced on (MAROSE_PREFILTER), one --stats run each; then three rounds
-# in turn of this checkout with the filter on, BEFORE at its default, minimap2 -t 16 -ax sr and its
-# -N 100. Reads: 200,000 Mason reads of issue 26's profile against A. thaliana chr1 and 100,000 of
-# `simulate_reads.py --max-edits 4 --seed 1` against GRCh37 chrX, k = 5.
+# One call on a GPU machine for the CPU-device figures of BENCHMARKS.md, each CPU runtime alone, as
+# on a CPU server (OCL_ICD_VENDORS names a folder holding only that runtime's ICD file): PyPI's PoCL
+# (the pocl extra, found beside pyopencl: `--device pthread`) and the machine's own PoCL
+# (/etc/OpenCL/vendors/pocl.icd: `--device cpu-`), -t 16. Three --stats runs of this checkout and
+# of BEFORE (a tree of another commit: `git archive C marose indexer cl | tar -x -C BEFORE`) on
+# PyPI's PoCL; then `scripts/versus.py --rounds 4` of this checkout on each runtime, minimap2 -t 16
+# -ax sr and its -N 100. Reads: 200,000 Mason reads of issue 26's profile against A. thaliana chr1
+# and 100,000 of `simulate_reads.py --max-edits 4 --seed 1` against GRCh37 chrX, k = 5.
 #
-# Usage, from the repository root:  scripts/cpu16_round.sh BEFORE
-# Needs: bench/c5/{athal_chr1,hs37_chrX}.fa.gz, the peers' .deb files in bench/peers, and what
-# scripts/device_env.sh sets up.
+# Usage, from the repository root:  scripts/cpu16_round.sh BEFORE [POCL_ARCHIVE]
+# POCL_ARCHIVE: PyPI's PoCL where pyopencl's site lacks it: the pocl-binary-distribution wheel, or a
+# .tar.xz of its files, unpacked into /tmp/site (where scripts/device_env.sh installs the wheels).
+# Needs: bench/data/{athal_chr1,hs37_chrX}.fa, or .fa.gz or .fa.xz of them under bench/; the peers'
+# .deb files in bench/peers (minimap2, and seqan-apps for mason_simulator).
 set -uo pipefail
 repo=$PWD
 before=$(cd "${1:?BEFORE}" && pwd)
+archive=${2:-}
+set --
 . scripts/device_env.sh >/dev/null
-deps=$([ -d /tmp/site ] && echo /tmp/site:)  # the wheels device_env.sh installed, without this checkout
+case "$archive" in
+    *.whl) python3 -m zipfile -e "$archive" /tmp/site ;;
+    *.tar.xz) tar -xJf "$archive" -C /tmp/site ;;
+esac
 python3 -m compileall -q "$before"
+mkdir -p /tmp/v-pypi /tmp/v-own && cp /etc/OpenCL/vendors/pocl.icd /tmp/v-own/
 w=/tmp/cpu16-round; mkdir -p $w /tmp/run
+genome() {  # bench/data/NAME.fa, else the first bench/*/NAME.fa.gz or .fa.xz
+    local found
+    if [ -e bench/data/$1.fa ]; then cp bench/data/$1.fa $2; return; fi
+    found=$(ls bench/*/$1.fa.gz bench/*/$1.fa.xz 2>/dev/null | head -1)
+    case "$found" in *.gz) gunzip -c "$found" > $2 ;; *.xz) xz -dc "$found" > $2 ;; *) echo "no $1" >&2; exit 1 ;; esac
+}
 SECONDS=0
-gunzip -c bench/c5/athal_chr1.fa.gz > $w/a.fa; gunzip -c bench/c5/hs37_chrX.fa.gz > $w/x.fa
+genome athal_chr1 $w/a.fa; genome hs37_chrX $w/x.fa
 python3 -m indexer.cli $w/a.fa -q &
 python3 -m indexer.cli $w/x.fa -q &
 mason_simulator -q --seed 7 -ir $w/a.fa -n 200000 --illumina-read-length 100 --illumina-prob-mismatch-scale 3 \
@@ -28,24 +43,34 @@ minimap2 -t 8 -x sr -d $w/a.mmi $w/a.fa 2>/dev/null &
 minimap2 -t 8 -x sr -d $w/x.mmi $w/x.fa 2>/dev/null &
 wait
 echo "data in $SECONDS s"
-python3 -c "import pyopencl as cl; print([(p.version, [d.name for d in p.get_devices()]) for p in cl.get_platforms()])"
+for v in /tmp/v-pypi /tmp/v-own; do OCL_ICD_VENDORS=$v python3 -c "
+import pyopencl as cl; print('$v', [(p.version, [d.name for d in p.get_devices()]) for p in cl.get_platforms()])"; done
 cd /tmp/run  # python -m imports the checkout on PYTHONPATH, not the current folder's
-M() { local root=$1; shift; PYTHONPATH=$deps$root python3 -m marose.cli map -q -k 5 -t 16 --device 1:0 "$@"; }
+deps=$([ -d /tmp/site ] && echo /tmp/site:)
+M() { local v=$1 dev=$2 root=$3; shift 3
+      OCL_ICD_VENDORS=$v PYTHONPATH=$deps$root python3 -m marose.cli map -q -k 5 -t 16 --device $dev "$@"; }
 for g in a x; do
   for root in "$before" "$repo"; do
-    for pf in off on; do
-      MAROSE_PREFILTER=$pf M $root -x $w/$g.fa $w/$g.fq -o $w/o.sam  # programs built
-      MAROSE_PREFILTER=$pf M $root -x $w/$g.fa $w/$g.fq -o $w/o_$(basename $root)_$pf.sam --stats $w/s.json
+    M /tmp/v-pypi pthread $root -x $w/$g.fa $w/$g.fq -o $w/o.sam  # programs built
+    for run in 1 2 3; do
+      M /tmp/v-pypi pthread $root -x $w/$g.fa $w/$g.fq -o $w/o_$(basename $root).sam --stats $w/s.json
       python3 -c "
 import json,sys; s=json.load(open(sys.argv[1])); k=s['kernel_seconds']
-print(sys.argv[2], 'map', round(s['seconds']['total'],2), 'kernels', round(sum(k.values()),3), {a: round(b,3) for a,b in sorted(k.items(), key=lambda kv:-kv[1])[:5]})" $w/s.json "$g $(basename $root) prefilter $pf"
+print(sys.argv[2], 'map', round(s['seconds']['total'],2), 'setup', round(s['seconds']['setup'],3), 'kernels',
+      round(sum(k.values()),3), {a: round(b,3) for a,b in sorted(k.items(), key=lambda kv:-kv[1])[:7]})" $w/s.json \
+        "$g $(basename $root)"
     done
   done
-  python3 $repo/scripts/versus.py --rounds 3 \
-    --output $w/n.sam "MAROSE_PREFILTER=on PYTHONPATH=$deps$repo python3 -m marose.cli map -q -x $w/$g.fa $w/$g.fq -k 5 -t 16 --device 1:0 -o $w/n.sam" \
-    --output $w/b.sam "PYTHONPATH=$deps$before python3 -m marose.cli map -q -x $w/$g.fa $w/$g.fq -k 5 -t 16 --device 1:0 -o $w/b.sam" \
+  cmp -s <(grep -v '^@PG' $w/o_$(basename $before).sam) <(grep -v '^@PG' $w/o_$(basename $repo).sam) \
+    && echo "$g: same SAM" || echo "$g: SAM DIFFERS"
+  M /tmp/v-own cpu- $repo -x $w/$g.fa $w/$g.fq -o $w/o.sam  # programs built
+  run="python3 -m marose.cli map -q -x $w/$g.fa $w/$g.fq -k 5 -t 16"
+  python3 $repo/scripts/versus.py --rounds 4 \
+    --output $w/n1.sam "OCL_ICD_VENDORS=/tmp/v-pypi PYTHONPATH=$deps$repo $run --device pthread -o $w/n1.sam" \
+    --output $w/n2.sam "OCL_ICD_VENDORS=/tmp/v-own PYTHONPATH=$deps$repo $run --device cpu- -o $w/n2.sam" \
     --output $w/m.sam "minimap2 -t 16 -ax sr $w/$g.mmi $w/$g.fq -o $w/m.sam" \
     --output $w/mn.sam "minimap2 -t 16 -ax sr -N 100 $w/$g.mmi $w/$g.fq -o $w/mn.sam" 2>&1 | grep round
-  cmp -s <(grep -v '^@PG' $w/n.sam) <(grep -v '^@PG' $w/b.sam) && echo "$g: same SAM" || echo "$g: SAM DIFFERS"
+  cmp -s <(grep -v '^@PG' $w/n1.sam) <(grep -v '^@PG' $w/n2.sam) && echo "$g: same SAM on both runtimes" \
+    || echo "$g: SAM DIFFERS between the runtimes"
   echo "elapsed $SECONDS s"
 done
