@@ -6,6 +6,7 @@ import contextlib
 import copy
 import math
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -67,6 +68,12 @@ def describe(device) -> str:
     kind = cl.device_type.to_string(device.type)
     return (f"{device.name.strip()} [{kind}] on {device.platform.name.strip()}, "
             f"{device.global_mem_size / 2**30:.1f} GiB, {device.max_compute_units} compute units")
+
+
+def pocl_major(platform_version: str) -> int | None:
+    """The major version of a PoCL platform (from its version string), None for another runtime."""
+    found = re.search(r"PoCL (\d+)\.", platform_version)
+    return int(found.group(1)) if found else None
 
 
 def is_oclgrind(device) -> bool:

@@ -16,12 +16,11 @@ are (marose.extend.row_loci), so the output is the same. On human chrX
 from __future__ import annotations
 
 import os
-import re
 
 import numpy as np
 
 from .align import WORD_BITS
-from .device import Device, groups
+from .device import Device, groups, pocl_major
 
 LANES = 4  # windows a work-item tests at once (8 took as long on the 2-core machine, 1 or 2 3 times longer)
 SWITCH = "MAROSE_PREFILTER"  # "on" or "off": run the filter, or not, whatever the device (to measure it)
@@ -45,8 +44,8 @@ def wanted(is_cpu: bool, platform_version: str, forced: str = "") -> bool:
     longer than they saved row_loci (1,000,000 chrX reads: kernels 0.55 against 0.52 s)."""
     if forced in ("on", "off"):
         return forced == "on"
-    pocl = re.search(r"PoCL (\d+)\.", platform_version)
-    return is_cpu and not (pocl and int(pocl.group(1)) >= SCALAR_POCL)
+    pocl = pocl_major(platform_version)
+    return is_cpu and not (pocl is not None and pocl >= SCALAR_POCL)
 
 
 def marks(device: Device, program: tuple, defines: dict, tasks: tuple, n_tasks: int,

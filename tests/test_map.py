@@ -251,6 +251,7 @@ def test_output_and_counts_are_identical_in_several_mapping_lanes(lambda_two_con
     reads = simulate(read_fasta(lambda_two_contigs), 90, 80, 3, np.random.default_rng(9))
     fq = write_reads(tmp_path / "r.fq", reads)
     index = build_index(lambda_two_contigs)
+    assert run_map("-x", index, fq, "-o", tmp_path / "first.sam", "-k", 3) == 0  # the device's known-answer check
     runs = []
     for lanes in (1, 3):
         monkeypatch.setattr(cli, "mapping_lanes", lambda device, on_device: lanes)
@@ -264,6 +265,25 @@ def test_output_and_counts_are_identical_in_several_mapping_lanes(lambda_two_con
     assert runs[1][0] == runs[0][0] and len(runs[0][0]) > 90
     assert runs[1][1] == runs[0][1] and runs[0][1]["reads"] == 90
     assert runs[1][2].keys() == runs[0][2].keys()  # every lane's kernels profiled
+
+
+@pytest.mark.parametrize("is_cpu, staged, version, resident, lanes", [
+    (False, True, "OpenCL 3.0 CUDA 13.0.98", True, 2),
+    (False, True, "OpenCL 3.0 CUDA 13.0.98", False, 1),  # segments uploaded in turn go through one queue
+    (True, False, "OpenCL 3.0 PoCL 3.0-rc2  Linux, Release, RELOC, LLVM 14.0.6", True, 2),
+    (True, False, "OpenCL 3.0 PoCL 3.1+debian  Linux, None+Asserts, RELOC, SPIR, LLVM 15.0.6", True, 2),
+    (True, False, "OpenCL 3.0 PoCL 3.1+debian", False, 1),
+    (True, False, "OpenCL 3.0 PoCL 5.0+debian  Linux, None+Asserts, RELOC, SPIR, LLVM 16.0.6", True, 1),
+    (True, False, "OpenCL 3.0 PoCL 6.0  Linux, Release", True, 1),
+    (True, False, "OpenCL 1.2 (Oclgrind 21.10)", True, 1),
+    (True, False, "OpenCL 3.0 (Build 0)", True, 1),  # another vendor's CPU runtime, not tried
+])
+def test_which_devices_map_on_two_lanes(is_cpu, staged, version, resident, lanes) -> None:
+    from types import SimpleNamespace
+
+    device = SimpleNamespace(is_cpu=is_cpu, has_upload_lane=staged,
+                             device=SimpleNamespace(platform=SimpleNamespace(version=version)))
+    assert cli.mapping_lanes(device, SimpleNamespace(resident=resident)) == lanes
 
 
 def test_an_index_larger_than_the_device_allows_is_cut_into_parts(lambda_two_contigs, tmp_path, monkeypatch):
