@@ -25,7 +25,7 @@ DEFAULT_MAX_HITS = 100
 CHUNK_READS = 100_000  # reads of a chunk that a Dask worker maps (marose/cluster.py)
 MEMS_MIN_LENGTH = 10  # mems' shortest -l: shorter seeds would hit nearly everywhere
 MAPPING_LANES = 2  # threads that map batches on a GPU (mapping_lanes)
-TWO_QUEUES_BELOW_POCL = 5  # PoCL 3.x maps on two lanes; 5.0 aborted with two (mapping_lanes)
+TWO_LANE_POCLS = (3,)  # PoCL major versions tried on two lanes without a failure; 5.0 aborted (mapping_lanes)
 DEVICES_HELP = ("OpenCL device, as 'P:D' (see `marose devices`) or part of its name; several, comma-separated "
                 "(0:0,0:1), each holding a copy of the index and mapping its share of the batches (`marose map`: "
                 "each in a process of its own); or 'all', every device of the default device's platform and kind; "
@@ -274,10 +274,10 @@ def mapping_lanes(device, on_device) -> int:
     """Threads that map batches, each on a queue of its own (Device.mapping_lane): two, where one's
     host work and waits then overlap the other's kernels, when the whole index stays on the
     device (segments uploaded batch by batch would go through the first lane's queue), on a
-    device with memory of its own (a GPU) or on a CPU device of a PoCL that takes two queues at
-    once; else one. On 16 cores with PyPI's PoCL 3.0 two lanes took 0.85-0.97x one's time (A.
-    thaliana) and 0.82-0.92x (chrX); PoCL 5.0 aborted in 7 of 9 runs with two (BENCHMARKS.md,
-    CPU devices)."""
+    device with memory of its own (a GPU) or on a CPU device of a PoCL tried with two queues at
+    once (TWO_LANE_POCLS); else one. On 16 cores with PyPI's PoCL 3.0 two lanes took 0.85-0.97x
+    one's time (A. thaliana) and 0.82-0.92x (chrX); PoCL 5.0 aborted in 7 of 9 runs with two
+    (BENCHMARKS.md, CPU devices)."""
     from .device import pocl_major
 
     if not on_device.resident:
@@ -285,7 +285,7 @@ def mapping_lanes(device, on_device) -> int:
     if device.has_upload_lane:
         return MAPPING_LANES
     pocl = pocl_major(device.device.platform.version) if device.is_cpu else None
-    return MAPPING_LANES if pocl is not None and pocl < TWO_QUEUES_BELOW_POCL else 1
+    return MAPPING_LANES if pocl in TWO_LANE_POCLS else 1
 
 
 def batch_sizes(given: int | None, device_default: Callable[[], int]) -> Iterator[int]:

@@ -275,6 +275,7 @@ def test_output_and_counts_are_identical_in_several_mapping_lanes(lambda_two_con
     (True, False, "OpenCL 3.0 PoCL 3.1+debian", False, 1),
     (True, False, "OpenCL 3.0 PoCL 5.0+debian  Linux, None+Asserts, RELOC, SPIR, LLVM 16.0.6", True, 1),
     (True, False, "OpenCL 3.0 PoCL 6.0  Linux, Release", True, 1),
+    (True, False, "OpenCL 3.0 PoCL 4.0  Linux, Release", True, 1),  # not tried
     (True, False, "OpenCL 1.2 (Oclgrind 21.10)", True, 1),
     (True, False, "OpenCL 3.0 (Build 0)", True, 1),  # another vendor's CPU runtime, not tried
 ])
