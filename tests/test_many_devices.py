@@ -27,8 +27,8 @@ from test_pairs import simulate_pairs, write_mates
 
 
 class FakePlatform:
-    def __init__(self, name):
-        self.name = name
+    def __init__(self, name, version="OpenCL 3.0"):
+        self.name, self.version = name, version
 
 
 class FakeDevice:
@@ -71,6 +71,28 @@ def test_without_a_gpu_the_default_is_the_one_cpu_device(table, monkeypatch):
     monkeypatch.setattr(device_module, "all_devices", lambda: cpu_only)
     assert device_module.choose_devices(None) == ["0:2"]
     assert device_module.choose_devices("all") == ["0:2"]
+
+
+def test_without_a_gpu_pocl_3_is_preferred_over_other_pocls(monkeypatch):
+    """PyPI's PoCL 3.0 mapped faster than the system's PoCL 5.0 (BENCHMARKS.md), whichever the
+    ICD loader lists first; a runtime of another vendor keeps its place."""
+    cpu = device_module._cl().device_type.CPU
+    pocl5 = FakePlatform("Portable Computing Language", "OpenCL 3.0 PoCL 5.0+debian  Linux, LLVM 16.0.6")
+    pocl3 = FakePlatform("Portable Computing Language", "OpenCL 3.0 PoCL 3.0-rc2  Linux, LLVM 14.0.6")
+    other = FakePlatform("Another CPU runtime", "OpenCL 3.0 (Build 0)")
+    monkeypatch.delenv("PYOPENCL_CTX", raising=False)
+
+    def listing(*devices):
+        listed = tuple((p, 0, device) for p, device in enumerate(devices))
+        monkeypatch.setattr(device_module, "all_devices", lambda: listed)
+
+    listing(FakeDevice("cpu-skylake", cpu, pocl5), FakeDevice("pthread", cpu, pocl3))
+    assert device_module.choose_devices(None) == ["1:0"]
+    assert device_module.choose_devices("cpu-skylake") == ["0:0"]  # named, it is taken
+    listing(FakeDevice("pthread", cpu, pocl3), FakeDevice("cpu-skylake", cpu, pocl5))
+    assert device_module.choose_devices(None) == ["0:0"]
+    listing(FakeDevice("cpu", cpu, other), FakeDevice("pthread", cpu, pocl3))
+    assert device_module.choose_devices(None) == ["0:0"]
 
 
 
