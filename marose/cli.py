@@ -405,11 +405,13 @@ def run_devices(check: bool, verbose: bool, log) -> None:
     """Lists the devices; with check, runs the known-answer check on each (a failure raises
     MaroseError once every device has been checked)."""
     from . import known_answer
-    from .device import Device, all_devices, describe
+    from .device import Device, all_devices, choose_devices, describe
 
     devices = all_devices()
     if not devices:
         print("no OpenCL devices; `pip install marose[pocl]` adds a CPU runtime")
+    else:
+        print(f"without --device, marose maps on {', '.join(choose_devices(None))}")
     failed = []
     for p, d, device in devices:
         print(f"{p}:{d}  {describe(device)}", flush=True)

@@ -20,9 +20,9 @@ class Terminated(BaseException):
 
 
 def run_command(prog: str, action, quiet: bool, left_behind: str) -> int:
-    """Run a command line's action with a progress logger: its exit status, with user errors,
-    running out of memory, Ctrl-C (130) and SIGTERM (143) reported in one line (the last three
-    saying left_behind) instead of a traceback."""
+    """Run a command line's action with a progress logger: its exit status, with user errors, a
+    closed standard output, running out of memory, Ctrl-C (130) and SIGTERM (143) reported in one
+    line (the last three saying left_behind) instead of a traceback."""
     import sys
 
     def log(message: str) -> None:
@@ -34,6 +34,9 @@ def run_command(prog: str, action, quiet: bool, left_behind: str) -> int:
             action(log)
     except MaroseError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # what reads standard output went away (`marose devices | head -1`)
+        print(f"{prog}: error: stdout: write error (broken pipe)", file=sys.stderr)
         return 1
     except Exception as exc:
         if not out_of_memory(exc):

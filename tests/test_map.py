@@ -562,8 +562,27 @@ def test_index_with_other_parameters_warns(tmp_path):
 
 
 def test_devices_lists_the_cpu_device(capsys):
+    from marose.device import choose_devices
+
     assert cli.main(["devices"]) == 0
-    assert "0:0" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "0:0" in out
+    assert f"without --device, marose maps on {', '.join(choose_devices(None))}\n" in out
+
+
+def test_a_closed_standard_output_is_one_line_not_a_traceback():
+    """`marose devices | head -1`: what reads the output went away before marose wrote."""
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run([sys.executable, "-m", "marose.cli", "devices"], stdout=write_end,
+                                stderr=subprocess.PIPE, cwd=ROOT)
+    finally:
+        os.close(write_end)
+    assert result.returncode == 1
+    assert result.stderr.decode().strip() == "marose: error: stdout: write error (broken pipe)"
 
 
 
