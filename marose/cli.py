@@ -411,7 +411,10 @@ def run_devices(check: bool, verbose: bool, log) -> None:
     if not devices:
         print("no OpenCL devices; `pip install marose[pocl]` adds a CPU runtime")
     else:
-        print(f"without --device, marose maps on {', '.join(choose_devices(None))}")
+        try:
+            print(f"without --device, marose maps on {', '.join(choose_devices(None))}")
+        except MaroseError as exc:  # PYOPENCL_CTX names no device: the list is what helps
+            print(f"without --device: {exc}")
     failed = []
     for p, d, device in devices:
         print(f"{p}:{d}  {describe(device)}", flush=True)

@@ -570,6 +570,13 @@ def test_devices_lists_the_cpu_device(capsys):
     assert f"without --device, marose maps on {', '.join(choose_devices(None))}\n" in out
 
 
+def test_devices_lists_them_when_pyopencl_ctx_names_none(capsys, monkeypatch):
+    monkeypatch.setenv("PYOPENCL_CTX", "9:9")
+    assert cli.main(["devices"]) == 0
+    out = capsys.readouterr().out
+    assert "without --device: no OpenCL device matches '9:9'" in out and "0:0" in out
+
+
 def test_a_closed_standard_output_is_one_line_not_a_traceback():
     """`marose devices | head -1`: what reads the output went away before marose wrote."""
     import os
