@@ -147,10 +147,21 @@ inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __
         PREFETCH_LINE(g + (e_.y >> 4));                                                     \
         PREFETCH_LINE(g + (e_.z >> 4));                                                     \
     } while (0)
-#define PREFETCH_SLOTS(p, wide, VISIT)                                                      \
+/* A pass of filter_count over the work-group's patterns of this segment, VISIT (PREFETCH_G_ or
+ * PREFETCH_SLOT_) on each key it will look up, then a barrier: PoCL runs the pass for every
+ * work-item before any goes on. */
+#define PREFETCH_PASS(VISIT)                                                                \
     do {                                                                                    \
-        seed_hash_t hp_ = seed_hash(p.seed - seed_lo, hash_seed, vertex_offset);            \
-        FOR_EACH_NEIGHBOR_KEY(p.key, wide, VISIT, hp_);                                     \
+        for (uint t = lid; t < np; t += WG) {                                               \
+            uint o = pattern_offset[first + t];                                             \
+            pattern_t p = make_pattern(read, o == NO_PATTERN ? 0u : o, span, ln, seed_mask); \
+            if (o == NO_PATTERN || !p.ok || p.seed - seed_lo >= n_seeds)                    \
+                continue;                                                                   \
+            bool wide = looks_up_neighbors(pattern_offset, first, t, np, o, span + ln, exact_apart[r]); \
+            seed_hash_t h = seed_hash(p.seed - seed_lo, hash_seed, vertex_offset);          \
+            FOR_EACH_NEIGHBOR_KEY(p.key, wide, VISIT, h);                                   \
+        }                                                                                   \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                       \
     } while (0)
 
 /* Whether pattern t of a row (its slots from first, np of them; read offset o) looks up its
@@ -185,20 +196,8 @@ void filter_count(PATTERN_ARGS, uint saved_max, __global const uchar *reads, __g
     uint count = 0, found_here;
     __global uint2 *saved_here;
 #if PREFETCH /* every work-item asks for its g words, then its slots, before any work-item reads one */
-    for (uint t = lid; t < np; t += WG) {
-        uint o = pattern_offset[first + t];
-        pattern_t p = make_pattern(read, o == NO_PATTERN ? 0u : o, span, ln, seed_mask);
-        if (o != NO_PATTERN && p.ok && p.seed - seed_lo < n_seeds)
-            PREFETCH_SLOTS(p, looks_up_neighbors(pattern_offset, first, t, np, o, span + ln, exact_apart[r]), PREFETCH_G_);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint t = lid; t < np; t += WG) {
-        uint o = pattern_offset[first + t];
-        pattern_t p = make_pattern(read, o == NO_PATTERN ? 0u : o, span, ln, seed_mask);
-        if (o != NO_PATTERN && p.ok && p.seed - seed_lo < n_seeds)
-            PREFETCH_SLOTS(p, looks_up_neighbors(pattern_offset, first, t, np, o, span + ln, exact_apart[r]), PREFETCH_SLOT_);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    PREFETCH_PASS(PREFETCH_G_);
+    PREFETCH_PASS(PREFETCH_SLOT_);
 #endif
 #define COUNT(range)                            \
     do {                                        \
