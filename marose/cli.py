@@ -275,9 +275,9 @@ def mapping_lanes(device, on_device) -> int:
     host work and waits then overlap the other's kernels, when the whole index stays on the
     device (segments uploaded batch by batch would go through the first lane's queue), on a
     device with memory of its own (a GPU) or on a CPU device of a PoCL tried with two queues at
-    once (TWO_LANE_POCLS); else one. On 16 cores with PyPI's PoCL 3.0 two lanes took 0.88-0.97x
-    one's time (A. thaliana) and 0.82-0.92x (chrX); PoCL 5.0 aborted in 7 of 9 runs with two
-    (BENCHMARKS.md, CPU devices)."""
+    once (TWO_LANE_POCLS); else one. On 16 cores with PyPI's PoCL 3.0 the mapping took 0.61-0.69 s
+    on two lanes against 0.77-0.82 s on one (A. thaliana), 1.24-1.34 against 1.54-1.57 s (chrX);
+    PoCL 5.0 aborted in 7 of 9 runs with two (BENCHMARKS.md, CPU devices)."""
     from .device import pocl_major
 
     if not on_device.resident:
