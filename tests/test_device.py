@@ -145,8 +145,10 @@ def test_compiler_messages_only_with_verbose(monkeypatch, capfd, verbose):
     opened = device_module.Device(verbose=verbose)
     opened.program(("genome.cl",), {"UNUSED": 1})
     err = capfd.readouterr().err
-    assert ("a message from the compiler" in err) == verbose
     assert ("warning" in err.lower()) == verbose
+    if not verbose or device_module.pocl_major(opened.device.platform.version) is not None:
+        # PoCL repeats the #warning; NVIDIA's compiler leaves it out and warns of its own
+        assert ("a message from the compiler" in err) == verbose
 
 
 def test_a_failed_build_shows_the_compiler_messages(monkeypatch, capfd):

@@ -218,6 +218,7 @@ def test_row_loci_merge_the_windows_of_each_row(device, monkeypatch, k: int, alp
     near windows are merged and the pre-alignment filter skips windows, in row_loci or over the
     candidates before it (prefiltered; None: where it pays)."""
     monkeypatch.setattr(extend, "SLICE", slice_size)
+    monkeypatch.setattr(extend, "GPU_SLICE", slice_size)
     case = Case(11 if alphabet == 4 else 21, alphabet=alphabet)
     offsets = np.append(case.contig_start, case.genome.size)
     rng = np.random.default_rng(k)
@@ -263,8 +264,9 @@ def test_row_loci_more_loci_than_candidates(device) -> None:
     assert end.tolist() == [4, 6, 8] and dist.tolist() == [2, 2, 2]
 
 
-def test_row_loci_runs_again_for_tasks_with_many_loci(device) -> None:
+def test_row_loci_runs_again_for_tasks_with_many_loci(device, monkeypatch) -> None:
     """A task's 32 candidates each hold a locus, more than a task has room for at first."""
+    monkeypatch.setattr(extend, "GPU_SLICE", extend.SLICE)
     reads = upload_reads(device, [encode("ACGTACGT"), encode("GGGGGGGG")])
     genome = device.to_device(encode("ACGTACGTTTTTTTTT" * 40))
     lists = [device_candidates(device, [list(range(0, 640, 16)), []])]
