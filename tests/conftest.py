@@ -6,9 +6,18 @@ import os
 import numpy as np
 import pytest
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(os.path.dirname(__file__), "data")
 LAMBDA = os.path.join(DATA, "lambda_virus.fa.gz")
 ECOLI = os.path.join(DATA, "ecoli_1mb.fa.gz")
+
+
+def command_env(base: dict | None = None, **extra) -> dict:
+    """The environment of a command the tests run: this checkout first on PYTHONPATH, ahead of
+    what was there (where the packages come through PYTHONPATH, as on the GPU machines)."""
+    env = dict(os.environ if base is None else base, **extra)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
+    return env
 
 
 @pytest.fixture(scope="session", autouse=True)

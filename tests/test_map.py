@@ -10,7 +10,7 @@ import numpy as np
 import pysam
 import pytest
 
-from conftest import ECOLI, LAMBDA, mutate, write_fasta
+from conftest import ECOLI, LAMBDA, command_env, mutate, write_fasta
 from indexer import cli as index_cli
 from marose import cli
 from marose.dna import N_CODE, decode, reverse_complement
@@ -618,7 +618,7 @@ def test_running_out_of_memory_is_one_line_and_writes_nothing(lambda_index, tmp_
 def test_the_command_gives_openblas_one_thread_unless_told(given, used):
     """marose calls no BLAS; OpenBLAS's idle threads would spin on every core after numpy's import."""
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    env.update({"PYTHONPATH": ROOT}, **({"OPENBLAS_NUM_THREADS": given} if given else {}))
+    env = command_env(env, **({"OPENBLAS_NUM_THREADS": given} if given else {}))
     probe = ("import os, sys, marose.cli as c; "
              "c.main = lambda **_: print(os.environ['OPENBLAS_NUM_THREADS'], 'numpy' in sys.modules) or 0; c.entry()")
     done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)

@@ -16,13 +16,12 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import DATA, random_dna, write_fasta
+from conftest import DATA, command_env, random_dna, write_fasta
 from marose import cli
 from marose.dna import N_CODE, decode, encode, reverse_complement
 from marose.mems import MIN_LENGTH, MemFinder, MemParams, joined
 from marose.mems_oracle import oracle_mems, tile_index
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 K12 = os.path.join(DATA, "ecoli_k12_slices.fa.gz")
 DH1 = os.path.join(DATA, "ecoli_dh1_slices.fa.gz")
 PBSIM = os.path.join(DATA, "ecoli_k12_slices_pbsim.fa.gz")
@@ -118,7 +117,7 @@ def test_matches_are_the_oracles(device, min_length, tile_samples, window, max_h
 
 
 def run_cli(*args, stdin=None):
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = command_env()
     return subprocess.run([sys.executable, "-m", "marose.cli", "mems", *args], capture_output=True,
                           env=env, input=stdin, timeout=300)
 

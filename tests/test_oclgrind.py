@@ -1,15 +1,13 @@
 """Every kernel runs under Oclgrind (OpenCL 1.2) with no invalid access, race or uninitialized read reported."""
 
-import os
 import subprocess
 import sys
 
 import numpy as np
 import pysam
 
-from conftest import random_dna, write_fasta
+from conftest import command_env, random_dna, write_fasta
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBLEMS = ("invalid", "data race", "uninitialized", "error", "out-of-bounds", "warning")
 
 
@@ -39,8 +37,7 @@ def test_all_kernels_are_clean_under_oclgrind(tmp_path):
              "AC" * 40]
     fq = tmp_path / "r.fq"
     fq.write_text("".join(f"@r{i} c\n{r}\n+\n{'I' * len(r)}\n" for i, r in enumerate(reads)))
-    env = dict(os.environ, OCLGRIND_DATA_RACES="1", OCLGRIND_UNINITIALIZED="1",
-               PYTHONPATH=ROOT)
+    env = command_env(OCLGRIND_DATA_RACES="1", OCLGRIND_UNINITIALIZED="1")
     steps = [
         ["-m", "indexer.cli", fasta, "--mask", "##-##", "--ln", "4", "--device", "Oclgrind", "-q"],
         ["-m", "marose.cli", "map", "-x", fasta, str(fq), "-k", "2", "--device", "Oclgrind", "-q",
@@ -89,8 +86,7 @@ def test_paired_end_kernels_are_clean_under_oclgrind(tmp_path):
     for mate in (1, 2):
         (tmp_path / f"r{mate}.fq").write_text("".join(f"@p{i}/{mate}\n{m[mate - 1]}\n+\n{'I' * 50}\n"
                                                        for i, m in enumerate(mates)))
-    env = dict(os.environ, OCLGRIND_DATA_RACES="1", OCLGRIND_UNINITIALIZED="1", PYTHONPATH=ROOT,
-               MAROSE_HEAVY_PAIRS="device")
+    env = command_env(OCLGRIND_DATA_RACES="1", OCLGRIND_UNINITIALIZED="1", MAROSE_HEAVY_PAIRS="device")
     assert subprocess.run([sys.executable, "-m", "indexer.cli", fasta, "--mask", "##-##", "--ln", "4", "-q"],
                           env=env, cwd=tmp_path, timeout=600).returncode == 0
     result = subprocess.run([sys.executable, "-m", "marose.cli", "map", "-x", fasta, "r1.fq", "r2.fq", "-k", "2",
@@ -128,7 +124,7 @@ def test_prefilter_kernel_is_clean_under_oclgrind(tmp_path):
         "                            np.array([5, 200, 295, 0, 0]), np.array([115, 310, 400, 40, 65]), 5)\n"
         "print(got.astype(int).tolist())\n"
     )
-    env = dict(os.environ, OCLGRIND_DATA_RACES="1", OCLGRIND_UNINITIALIZED="1", PYTHONPATH=ROOT)
+    env = command_env(OCLGRIND_DATA_RACES="1", OCLGRIND_UNINITIALIZED="1")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path,
                             timeout=600)
     assert result.returncode == 0, result.stderr
@@ -160,7 +156,7 @@ def test_mems_kernels_are_clean_under_oclgrind(tmp_path):
     ref = write_fasta(tmp_path / "r.fa", {"a": genome, "b": "ACGTTGCAAGT" * 30})
     query = write_fasta(tmp_path / "q.fa", {"q": genome[600:760] + random_dna(rng, 40) + "ACGTTGCAAGT" * 5,
                                             "p": genome[900:1000]})
-    env = dict(os.environ, OCLGRIND_DATA_RACES="1", OCLGRIND_UNINITIALIZED="1", PYTHONPATH=ROOT)
+    env = command_env(OCLGRIND_DATA_RACES="1", OCLGRIND_UNINITIALIZED="1")
     result = subprocess.run([sys.executable, "-m", "marose.cli", "mems", ref, query, "-l", "20", "--device",
                              "Oclgrind", "-q"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
     assert result.returncode == 0, result.stderr

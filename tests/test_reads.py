@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
 import subprocess
 import sys
@@ -15,11 +14,11 @@ import numpy as np
 import pysam
 import pytest
 
+from conftest import command_env
 from marose import reads
 from marose.errors import MaroseError
 from marose.reads import ReadBatch, read_batches
 
-REPO = Path(__file__).resolve().parent.parent
 
 FASTQ = (
     b"@r1/1 lane=1 extra\n"
@@ -197,7 +196,7 @@ def run_stdin(data: bytes) -> dict[str, list[str]]:
             "    out['seqs'] += [s.decode() for s in b.seqs]\n"
             "    out['quals'] += [q.decode() for q in (b.quals or [])]\n"
             "print(json.dumps(out))\n")
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = command_env()
     done = subprocess.run([sys.executable, "-c", code], input=data, capture_output=True,
                           env=env, check=True, timeout=60)
     return json.loads(done.stdout)

@@ -12,6 +12,7 @@ import numpy as np
 import pysam
 import pytest
 
+from conftest import command_env
 from marose.bam import bam_records, contigs_of_header
 from marose.errors import MaroseError
 from marose.reads import ReadBatch
@@ -370,7 +371,7 @@ def test_stdout_writer() -> None:
     code = ("from marose.sam import SamWriter\n"
             "with SamWriter('-', '@HD\\tVN:1.6\\n') as out:\n"
             "    out.write(b'r\\t4\\t*\\t0\\t0\\t*\\t*\\t0\\t0\\tAC\\tII\\n')\n")
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = command_env()
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env,
                           check=True, timeout=60)
     assert done.stdout == b"@HD\tVN:1.6\nr\t4\t*\t0\t0\t*\t*\t0\t0\tAC\tII\n"

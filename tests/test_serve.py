@@ -17,7 +17,7 @@ import numpy as np
 import pysam
 import pytest
 
-from conftest import DATA, LAMBDA
+from conftest import DATA, LAMBDA, command_env
 from indexer import cli as index_cli
 from marose import cli
 from marose.reference import read_fasta
@@ -30,7 +30,7 @@ RUN_SECONDS = 120  # for a command to end
 
 
 def environment(**extra) -> dict:
-    return dict(os.environ, PYTHONPATH=ROOT, **extra)
+    return command_env(**extra)
 
 
 def marose(*args, **options) -> subprocess.Popen:
