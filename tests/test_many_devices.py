@@ -166,14 +166,20 @@ def test_devices_of_a_session_and_their_lanes_alternate(lambda_index, monkeypatc
 
 # --- a process a device (marose/device_processes.py) -------------------------------------------------
 
+def pocl_twice() -> dict:
+    """The environment in which `--device all` is PoCL's CPU device twice; the test is skipped
+    where there is a GPU, which `--device all` takes instead."""
+    gpu = device_module._cl().device_type.GPU
+    if any(found.type & gpu and not device_module.is_oclgrind(found) for _, _, found in device_module.all_devices()):
+        pytest.skip("--device all takes this machine's GPUs, not PoCL's CPU device twice")
+    return dict(os.environ, POCL_DEVICES="pthread pthread")
+
+
 def map_on_two(*args, stdin=None):
     """`marose map --device all` in a process of its own that sees two devices: PoCL's CPU device
     twice (POCL_DEVICES), each then mapped on by a process of its own. Skipped where there is a
     GPU, which `--device all` takes instead."""
-    gpu = device_module._cl().device_type.GPU
-    if any(found.type & gpu and not device_module.is_oclgrind(found) for _, _, found in device_module.all_devices()):
-        pytest.skip("--device all takes this machine's GPUs, not PoCL's CPU device twice")
-    env = dict(os.environ, POCL_DEVICES="pthread pthread")
+    env = pocl_twice()
     return subprocess.run([sys.executable, "-m", "marose.cli", "map", "--device", "all", *map(str, args)],
                           env=env, input=stdin, capture_output=True, cwd=ROOT)
 
@@ -349,8 +355,8 @@ def test_a_corrupted_index_on_a_process_a_device_fails_the_run(lambda_index, lam
 
 @pytest.mark.parametrize("output", ["out.sam", "out.bam"])
 def test_a_device_process_that_dies_fails_the_run_and_leaves_no_output(lambda_index, tmp_path, output):
+    env = pocl_twice()
     reads = write_reads(tmp_path / "r.fq", simulate(read_fasta(LAMBDA), 20000, 80, 3, np.random.default_rng(22)))
-    env = dict(os.environ, POCL_DEVICES="pthread pthread")
     run = subprocess.Popen([sys.executable, "-m", "marose.cli", "map", "-q", "--device", "all", "-x", lambda_index,
                             reads, "-o", tmp_path / output, "--batch-size", "20"], env=env, cwd=ROOT,
                            stderr=subprocess.PIPE)
