@@ -16,6 +16,7 @@ import numpy as np
 from .cli import MEMS_MIN_LENGTH as MIN_LENGTH
 from .dna import N_CODE
 from .errors import MaroseError
+from .sam_file import replace as replace_output
 
 MAX_SEED_LEN = 13  # GPUMEM's seed length; shorter for L below it
 MAX_BUCKET_BITS = 24  # a tile's bucket table holds at most 2^24 + 1 starts
@@ -318,7 +319,7 @@ def find_mems(ref_path: str, query_path: str, min_length: int, forward_coords: b
             if writing:
                 writing.result()
         if output:
-            os.replace(tmp, output)
+            replace_output(tmp, output)
         else:
             sys.stdout.flush()
             with open(tmp, "rb") as text:

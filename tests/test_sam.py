@@ -411,3 +411,29 @@ def test_allocated_blocks_are_written_over_and_a_pipe_takes_none(tmp_path):
     assert allocate(write_end, 0, 100) is False
     os.close(read_end)
     os.close(write_end)
+
+
+def test_a_large_output_replaced_is_freed_apart_and_a_linked_one_kept(tmp_path, monkeypatch):
+    """An output written over a large regular file: the new records take its place, the old file
+    is removed by a process of its own (nothing of it left in the folder); a file with another
+    name, or a symbolic link, is replaced as before and what else names it is untouched."""
+    from marose import sam_file
+
+    monkeypatch.setattr(sam_file, "FREED_APART_BYTES", 1000)
+    record = b"r1\t4\t*\t0\t0\t*\t*\t0\t0\tA\t*\n"
+    old, linked, target = tmp_path / "old.sam", tmp_path / "linked.sam", tmp_path / "target.sam"
+    for path in (old, linked, target):
+        path.write_bytes(b"x" * 5000)
+    os.link(linked, tmp_path / "other_name")
+    os.symlink(target, tmp_path / "link.sam")
+    freeing = len(sam_file._freeing)
+    for path in (old, linked, tmp_path / "link.sam"):
+        with SamWriter(str(path), "@HD\tVN:1.6\n") as out:
+            out.write(record)
+    assert len(sam_file._freeing) == freeing + 1  # only old.sam had one name and no other
+    assert sam_file._freeing[-1].wait(timeout=30) == 0
+    for path in (old, linked, tmp_path / "link.sam"):
+        assert path.read_bytes() == b"@HD\tVN:1.6\n" + record and not path.is_symlink()
+    assert (tmp_path / "other_name").read_bytes() == target.read_bytes() == b"x" * 5000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.sam", "linked.sam", "old.sam", "other_name",
+                                                          "target.sam"]
