@@ -247,7 +247,7 @@ def _fallocate():
 
 
 FREED_APART_BYTES = 64 << 20  # a file this large that an output replaces is freed by a process of its own
-_freeing: list = []  # those processes, kept so that none is waited for or warned about
+_freeing: list = []  # those processes still running when the last started, kept to be reaped, not waited for
 
 
 def replace(tmp: str, path: str) -> None:
@@ -290,6 +290,7 @@ def _free_apart(path: str) -> None:
     start)."""
     import subprocess
 
+    _freeing[:] = [process for process in _freeing if process.poll() is None]  # the ended ones reaped
     try:
         _freeing.append(subprocess.Popen(["rm", "-f", "--", path], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL, start_new_session=True))
