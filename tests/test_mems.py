@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 from conftest import DATA, command_env, random_dna, write_fasta
-from marose import cli
 from marose.dna import N_CODE, decode, encode, reverse_complement
 from marose.mems import MIN_LENGTH, MemFinder, MemParams, joined
 from marose.mems_oracle import oracle_mems, tile_index
