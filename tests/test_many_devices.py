@@ -168,17 +168,16 @@ def test_devices_of_a_session_and_their_lanes_alternate(lambda_index, monkeypatc
 
 def pocl_twice() -> dict:
     """The environment in which `--device all` is PoCL's CPU device twice; the test is skipped
-    where there is a GPU, which `--device all` takes instead."""
-    gpu = device_module._cl().device_type.GPU
-    if any(found.type & gpu and not device_module.is_oclgrind(found) for _, _, found in device_module.all_devices()):
+    where the default device is a GPU, whose kind `--device all` takes instead."""
+    if device_module.choose_device().type & device_module._cl().device_type.GPU:
         pytest.skip("--device all takes this machine's GPUs, not PoCL's CPU device twice")
     return dict(os.environ, POCL_DEVICES="pthread pthread")
 
 
 def map_on_two(*args, stdin=None):
     """`marose map --device all` in a process of its own that sees two devices: PoCL's CPU device
-    twice (POCL_DEVICES), each then mapped on by a process of its own. Skipped where there is a
-    GPU, which `--device all` takes instead."""
+    twice (POCL_DEVICES), each then mapped on by a process of its own (skipped where pocl_twice
+    says)."""
     env = pocl_twice()
     return subprocess.run([sys.executable, "-m", "marose.cli", "map", "--device", "all", *map(str, args)],
                           env=env, input=stdin, capture_output=True, cwd=ROOT)
