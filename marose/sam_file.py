@@ -256,14 +256,13 @@ def replace(tmp: str, path: str) -> None:
     os.replace would spend before marose can end. The old file keeps a second name in its folder
     for the moment the new one takes its place."""
     aside = _second_name(path)
+    replaced = False
     try:
         os.replace(tmp, path)
-    except OSError:
+        replaced = True
+    finally:  # a failure, or SIGINT or SIGTERM (an exception here), leaves the old file one name
         if aside is not None:
-            _remove(aside)
-        raise
-    if aside is not None:
-        _free_apart(aside)
+            _free_apart(aside) if replaced else _remove(aside)
 
 
 def _second_name(path: str) -> str | None:

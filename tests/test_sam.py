@@ -439,9 +439,12 @@ def test_a_large_output_replaced_is_freed_apart_and_a_linked_one_kept(tmp_path, 
                                                           "target.sam"]
 
 
-def test_a_replace_that_fails_leaves_the_old_output_with_one_name(tmp_path, monkeypatch):
-    """When the output cannot take the old file's place, the old file stays as it was, its second
-    name gone, and nothing else is left in the folder."""
+@pytest.mark.parametrize("failure, reported, message", [
+    (PermissionError(13, "Permission denied"), MaroseError, "cannot write output"),
+    (KeyboardInterrupt(), KeyboardInterrupt, None)])
+def test_a_replace_that_fails_leaves_the_old_output_with_one_name(tmp_path, monkeypatch, failure, reported, message):
+    """When the output cannot take the old file's place, or Ctrl-C comes as it would, the old file
+    stays as it was, its second name gone, and nothing else is left in the folder."""
     from marose import sam_file
 
     monkeypatch.setattr(sam_file, "FREED_APART_BYTES", 1000)
@@ -449,10 +452,10 @@ def test_a_replace_that_fails_leaves_the_old_output_with_one_name(tmp_path, monk
     old.write_bytes(b"x" * 5000)
 
     def refused(src, dst):
-        raise PermissionError(13, "Permission denied")
+        raise failure
 
     monkeypatch.setattr(sam_file.os, "replace", refused)
-    with pytest.raises(MaroseError, match="cannot write output"):
+    with pytest.raises(reported, match=message):
         with SamWriter(str(old), "@HD\tVN:1.6\n") as out:
             out.write(b"r1\t4\t*\t0\t0\t*\t*\t0\t0\tA\t*\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.sam"]
