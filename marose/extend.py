@@ -11,6 +11,7 @@ e - (L + k) + 1), equals ``align.traceback`` on that contig.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence, Union
@@ -225,26 +226,37 @@ class RowLoci:
         return end, dist
 
 
-SLICE = 32  # candidates of a row one work-item of row_loci takes (on a GPU, GPU_SLICE)
+SLICE = 32  # candidates of a row one work-item of row_loci takes (on a GPU, see slice_size)
 GPU_SLICE = 8  # see slice_size
+GPU_MAX_SLICE = 256  # see slice_size
+GPU_ROW_SHARE = 16  # see slice_size
 GPU_MAX_TASKS = 1 << 27  # see slice_size
 RERUN = 1 << 31  # added to a task's src when its loci are in the rerun's buffers
 MERGE_GROUP = 64  # work-items merging one row's runs
 
 
-def slice_size(device: Device, n_candidates: int) -> int:
+def slice_size(device: Device, n_candidates: int, n_rows: int) -> int:
     """Candidates of a row that a work-item of row_loci (and of the filter over candidates)
-    takes, for a batch of n_candidates. A GPU's work-items walk fewer, so that those of a warp,
-    whose windows are rejected after different numbers of columns, wait less for each other
-    (H100, 1,000,000 chrX reads: row_loci 0.218 s with 32, 0.193 s with 16, 0.172 s with 8);
-    but no more than GPU_MAX_TASKS of them, up to SLICE: a task takes 16 bytes of the device's
-    memory, and 5 for each locus it has room for, and a batch of 100,000 reads against the
-    3.1 Gbp reference holds 4.3 billion candidates. A CPU's walk SLICE, each task's set-up (the
-    read's match masks) then shared by more windows."""
+    takes, for a batch of n_candidates in n_rows rows. A CPU's walk SLICE, each task's set-up
+    (the read's match masks) then shared by more windows. On a GPU, the power of two nearest a
+    GPU_ROW_SHARE-th of the batch's candidates a row, from GPU_SLICE to GPU_MAX_SLICE:
+    - where rows are short, the work-items of a warp, whose windows are rejected after different
+      numbers of columns, wait less for each other with short slices (H100, 1,000,000 chrX reads,
+      108 candidates a row: row_loci 0.172 s with 8, 0.218 s with 32);
+    - where rows are long, a task starts at the first window that can hold an end next to its
+      first candidate's, aligning again windows of the task before, and long slices align fewer
+      (H200, 200,000 reads against the 3.1 Gbp reference, 21,400 candidates a row: 707 million
+      windows aligned with 8, 389 with 32, 296 with 256; whole runs 5.45-5.47 s with 256 against
+      6.05-6.23 s with 32).
+    Slices also grow until the batch has no more than GPU_MAX_TASKS tasks: a task takes 16 bytes
+    of the device's memory, and 5 for each locus it has room for."""
     if device.is_cpu:
         return SLICE
+    mean = n_candidates / max(1, n_rows)
     size = GPU_SLICE
-    while size < SLICE and n_candidates > size * GPU_MAX_TASKS:
+    while size < GPU_MAX_SLICE and mean / GPU_ROW_SHARE >= size * math.sqrt(2):
+        size *= 2
+    while size < GPU_MAX_SLICE and n_candidates > size * GPU_MAX_TASKS:
         size *= 2
     return size
 
@@ -322,7 +334,7 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
         return _no_loci(device, np.zeros(n_rows, np.int64))
     values, row_begin, row_size = _one_run_per_row(device, candidates)
     defines = alignment_defines(device, int(reads.lengths.max()), k, merge_windows)
-    slice_candidates = slice_size(device, int(row_size.sum()))
+    slice_candidates = slice_size(device, int(row_size.sum()), row_size.size)
     task_room = room(slice_candidates)
     task_base = region_offsets(-(-row_size // slice_candidates))
     n_tasks = int(task_base[-1])
