@@ -3,9 +3,11 @@ the input into chunks of reads (the records as read, or, when every worker sees 
 file as the client does, where they lie in it: after the first chunk, byte ranges of a FASTQ file
 that start at records, read_ranges.py, which the client does not read), each one Dask task; a
 worker maps a chunk with a mapping session (session.py) that it keeps open between chunks, the
-index resident on its devices, and returns the chunk's SAM records; the client writes them in
-input order. Dask runs the tasks of a worker that is lost again on another: each chunk is written
-once, whoever mapped it. Needs the `dask` extra (`pip install 'marose[dask]'`)."""
+index resident on its devices. The client writes the chunks' SAM records in input order: into a
+SAM file that every worker sees as the client does, the worker that holds a chunk's records writes
+them at the place the client gives once the chunks before have told their size, and only sizes
+and counts reach the client; else they come to the client. Dask runs the tasks of a worker that is
+lost again on another: each chunk is written at its one place, whoever mapped it. Needs the `dask` extra (`pip install 'marose[dask]'`)."""
 
 from __future__ import annotations
 
@@ -127,12 +129,17 @@ def map_on_cluster(args, log) -> None:
         chunks, in_ranges = _chunks(first, batches, bytes_read, in_place, args.batch_size or CHUNK_READS)
         progress = Progress(log, sys.stderr if not args.quiet and sys.stderr.isatty() else None, bytes_read)
         started = time.time()
-        submitted = (client.submit(map_chunk, index.path, index.fingerprint, options, chunk,
-                                   key=f"marose-map-{run}-{number}", pure=False)
+        submitted = ((number, client.submit(map_chunk, index.path, index.fingerprint, options, chunk,
+                                            key=f"marose-map-{run}-{number}", pure=False))
                      for number, chunk in enumerate(chunks))
         with SamWriter(args.output, header, threads=output_threads(args.threads)) as out:
             try:
-                stats = _written(_in_order(submitted, lambda: _window(client)), out, progress)
+                in_place = _written_in_place(client, out)
+                if in_place:
+                    stats = _placed(client, submitted, in_place, run, progress)
+                else:
+                    stats = _written(_in_order((mapped for _, mapped in submitted), lambda: _window(client)), out,
+                                     progress)
             except RecordError as error:
                 if not in_ranges:
                     raise
@@ -198,6 +205,54 @@ def _written(results, out, progress):
     finally:
         progress.clear()
     stats.list_lengths_once()  # each chunk's mapper lists the lengths again
+    return stats
+
+
+def _written_in_place(client, out) -> tuple[str, int] | None:
+    """For SAM into a regular file that every worker sees as the client does (its size and
+    modification time), the file's temporary name and where the records start there
+    (SamWriter.shared): each chunk's records are then written by the worker that holds them, and
+    do not cross to the client. Else None."""
+    shared = out.shared()
+    if shared is None:
+        return None
+    seen = client.run(_file_key, shared[0])
+    return shared if seen and all(key == _file_key(shared[0]) for key in seen.values()) else None
+
+
+def _placed(client, submitted, in_place: tuple[str, int], run: str, progress):
+    """Writes each chunk's records (the futures of submitted, numbered) into the output file at
+    their place (in_place: its temporary name and where the records start), each by the worker
+    that holds them, once the chunks before have told their size; returns the counts summed. A
+    write that Dask runs again, on the records mapped again elsewhere, writes the same bytes at
+    the same place."""
+    from .mapper import Stats
+
+    path, at = in_place
+    stats, mapped, writes = Stats(), collections.deque(), collections.deque()
+
+    def sizes():
+        for number, future in submitted:
+            mapped.append((number, future))
+            yield client.submit(_size_and_counts, future, key=f"marose-size-{run}-{number}", pure=False)
+
+    try:
+        for size, counts in _in_order(sizes(), lambda: _window(client)):
+            number, future = mapped.popleft()
+            writes.append(client.submit(_write_records, future, path, at, key=f"marose-write-{run}-{number}",
+                                        pure=False))
+            at += size
+            stats.add(counts)
+            progress.update(stats.reads)
+            while writes and (writes[0].done() or len(writes) > _window(client)):
+                _result(writes.popleft())
+        while writes:
+            _result(writes.popleft())
+    finally:
+        for future in writes:
+            future.cancel()
+        progress.clear()
+    stats.list_lengths_once()
     return stats
 
 
@@ -310,6 +365,34 @@ def map_chunk(index_path: str, fingerprint: str, options: dict, chunk: Chunk):
         stats = map_reads(session, args, next(batches), batches, BytesRead(), lambda header: records, "",
                           lambda message: None, time.time())
         return records.joined(), stats
+
+
+def _size_and_counts(mapped) -> tuple[int, object]:
+    """The byte size of a chunk's records (map_chunk's result) and its counts."""
+    records, counts = mapped
+    return len(records), counts
+
+
+def _write_records(mapped, path: str, at: int) -> int:
+    """Writes a chunk's records (map_chunk's result) into the output file at path, from offset
+    at; returns their size."""
+    from .bgzf import write_at
+    from .sam_file import allocate
+
+    records = mapped[0]
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except OSError as e:
+        raise MaroseError(f"{_worker_name()} cannot write the output {path} ({e.strerror}), which the workers "
+                          "saw as the client did at the start") from None
+    try:
+        allocate(fd, at, len(records))
+        write_at(fd, records, at)
+    except OSError as e:
+        raise MaroseError(f"{_worker_name()}: the output {path}: write error ({e.strerror})") from None
+    finally:
+        os.close(fd)
+    return len(records)
 
 
 def _session(index_path: str, fingerprint: str, options: dict):

@@ -63,6 +63,31 @@ def test_the_cluster_writes_the_local_output(lambda_index, scheduler, tmp_path, 
 
 
 @needs_dask
+@pytest.mark.parametrize("workers_see_it", [True, False])
+def test_the_workers_write_the_records_into_a_sam_file_they_see(lambda_index, scheduler, tmp_path, monkeypatch,
+                                                                 workers_see_it):
+    """Into a SAM file that every worker sees, each chunk's records are written by its worker and
+    do not go through the client; else they do; the output is the local one either way."""
+    through_client, written = [], cluster._written
+    monkeypatch.setattr(cluster, "_written", lambda *a: through_client.append(1) or written(*a))
+    if not workers_see_it:
+        monkeypatch.setattr(cluster, "_written_in_place", lambda client, out: None)
+    spread, alone = map_both(lambda_index, scheduler, tmp_path, "out.sam", READS, "-k", "5")
+    assert_same_as_alone(spread, alone)
+    assert bool(through_client) != workers_see_it
+
+
+def test_a_worker_that_cannot_open_the_output_says_so(tmp_path):
+    missing = str(tmp_path / "gone" / ".out.sam.tmp")
+    with pytest.raises(MaroseError, match=f"this process cannot write the output {missing}"):
+        cluster._write_records((b"r\t4\n", None), missing, 0)
+    out = tmp_path / "out.sam"
+    out.write_bytes(b"@HD\n")
+    assert cluster._write_records((b"r\t4\n", None), str(out), 4) == 4
+    assert out.read_bytes() == b"@HD\nr\t4\n"
+
+
+@needs_dask
 def test_a_plain_file_s_chunks_go_as_where_their_reads_lie(lambda_index, scheduler, tmp_path, monkeypatch):
     """Every worker reads the plain file as the client does: the first chunk goes as where its
     pieces lie, the others as byte ranges that the client does not read; none carries text."""
