@@ -80,11 +80,11 @@ def test_the_workers_write_the_records_into_a_sam_file_they_see(lambda_index, sc
 def test_a_worker_that_cannot_open_the_output_says_so(tmp_path):
     missing = str(tmp_path / "gone" / ".out.sam.tmp")
     with pytest.raises(MaroseError, match=f"this process cannot write the output {missing}"):
-        cluster._write_records((b"r\t4\n", None), missing, 0)
+        cluster._write_records(([b"r\t4\n"], None), missing, 0)
     out = tmp_path / "out.sam"
     out.write_bytes(b"@HD\n")
-    assert cluster._write_records((b"r\t4\n", None), str(out), 4) == 4
-    assert out.read_bytes() == b"@HD\nr\t4\n"
+    assert cluster._write_records(([b"r\t4\n", b"s\t4\n"], None), str(out), 4) == 8
+    assert out.read_bytes() == b"@HD\nr\t4\ns\t4\n"
 
 
 @needs_dask
