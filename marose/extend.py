@@ -226,37 +226,39 @@ class RowLoci:
         return end, dist
 
 
-SLICE = 32  # candidates of a row one work-item of row_loci takes (on a GPU, see slice_size)
-GPU_SLICE = 8  # see slice_size
-GPU_MAX_SLICE = 256  # see slice_size
+SLICE = 32  # the fewest candidates of a row one work-item of row_loci takes on a CPU (see slice_size)
+GPU_SLICE = 8  # on a GPU
+MAX_SLICE = 256  # see slice_size
 GPU_ROW_SHARE = 16  # see slice_size
-GPU_MAX_TASKS = 1 << 27  # see slice_size
+CPU_ROW_SHARE = 8
+MAX_TASKS = 1 << 27  # see slice_size
 RERUN = 1 << 31  # added to a task's src when its loci are in the rerun's buffers
 MERGE_GROUP = 64  # work-items merging one row's runs
 
 
 def slice_size(device: Device, n_candidates: int, n_rows: int) -> int:
     """Candidates of a row that a work-item of row_loci (and of the filter over candidates)
-    takes, for a batch of n_candidates in n_rows rows. A CPU's walk SLICE, each task's set-up
-    (the read's match masks) then shared by more windows. On a GPU, the power of two nearest a
-    GPU_ROW_SHARE-th of the batch's candidates a row, from GPU_SLICE to GPU_MAX_SLICE:
-    - where rows are short, the work-items of a warp, whose windows are rejected after different
-      numbers of columns, wait less for each other with short slices (H100, 1,000,000 chrX reads,
-      108 candidates a row: row_loci 0.172 s with 8, 0.218 s with 32);
-    - where rows are long, a task starts at the first window that can hold an end next to its
+    takes, for a batch of n_candidates in n_rows rows: the power of two nearest a share of the
+    batch's candidates a row (a GPU_ROW_SHARE-th on a GPU, a CPU_ROW_SHARE-th on a CPU), from
+    GPU_SLICE on a GPU and SLICE on a CPU to MAX_SLICE.
+    - Where rows are short, the work-items of a GPU's warp, whose windows are rejected after
+      different numbers of columns, wait less for each other with short slices (H100, 1,000,000
+      chrX reads, 108 candidates a row: row_loci 0.172 s with 8, 0.218 s with 32). A CPU's
+      share each task's set-up (the read's match masks) among more windows.
+    - Where rows are long, a task starts at the first window that can hold an end next to its
       first candidate's, aligning again windows of the task before, and long slices align fewer
       (H200, 200,000 reads against the 3.1 Gbp reference, 21,400 candidates a row: 707 million
       windows aligned with 8, 389 with 32, 296 with 256; whole runs 5.45-5.47 s with 256 against
-      6.05-6.23 s with 32).
-    Slices also grow until the batch has no more than GPU_MAX_TASKS tasks: a task takes 16 bytes
-    of the device's memory, and 5 for each locus it has room for."""
-    if device.is_cpu:
-        return SLICE
+      6.05-6.23 s with 32. 2-core machine, 20,000 reads against a 300 Mbp reference of the same
+      kind, 1,890 a row: 7.23-7.33 s with 32, 6.20-6.39 s with 256, no faster with 512).
+    Slices also grow until the batch has no more than MAX_TASKS tasks: a task takes 16 bytes of
+    the device's memory, and 5 for each locus it has room for."""
+    least, share = (SLICE, CPU_ROW_SHARE) if device.is_cpu else (GPU_SLICE, GPU_ROW_SHARE)
     mean = n_candidates / max(1, n_rows)
-    size = GPU_SLICE
-    while size < GPU_MAX_SLICE and mean / GPU_ROW_SHARE >= size * math.sqrt(2):
+    size = least
+    while size < MAX_SLICE and mean / share >= size * math.sqrt(2):
         size *= 2
-    while size < GPU_MAX_SLICE and n_candidates > size * GPU_MAX_TASKS:
+    while size < MAX_SLICE and n_candidates > size * MAX_TASKS:
         size *= 2
     return size
 

@@ -217,7 +217,7 @@ def test_row_loci_merge_the_windows_of_each_row(device, monkeypatch, k: int, alp
     slice_size candidates, == the loci align finds in every window of the row, whether or not
     near windows are merged and the pre-alignment filter skips windows, in row_loci or over the
     candidates before it (prefiltered; None: where it pays)."""
-    for name in ("SLICE", "GPU_SLICE", "GPU_MAX_SLICE"):
+    for name in ("SLICE", "GPU_SLICE", "MAX_SLICE"):
         monkeypatch.setattr(extend, name, slice_size)
     case = Case(11 if alphabet == 4 else 21, alphabet=alphabet)
     offsets = np.append(case.contig_start, case.genome.size)
@@ -483,20 +483,26 @@ def test_tracebacks_where_the_end_diagonal_has_several_mismatches(device) -> Non
     assert any(h == d for h, d in several) and any(h > d for h, d in several)
 
 
-def test_a_gpu_walks_slices_of_candidates_that_grow_with_its_rows(device) -> None:
+def test_slices_of_candidates_grow_with_the_rows(device) -> None:
     class Gpu:
         is_cpu = False
+
+    class Cpu:
+        is_cpu = True
 
     rows = 200_000  # 100,000 reads
     assert extend.slice_size(device, 10**6, rows) == (extend.SLICE if device.is_cpu else extend.GPU_SLICE)
     assert extend.slice_size(Gpu(), 21_600_000, rows) == extend.GPU_SLICE < extend.SLICE  # chrX: 108 a row
-    assert extend.slice_size(Gpu(), 4_300_000_000, rows) == extend.GPU_MAX_SLICE  # 3.1 Gbp: 21,500 a row
+    assert extend.slice_size(Cpu(), 21_600_000, rows) == extend.SLICE
+    assert extend.slice_size(Gpu(), 4_300_000_000, rows) == extend.MAX_SLICE  # 3.1 Gbp: 21,500 a row
+    assert extend.slice_size(Cpu(), 1_890 * rows, rows) == extend.MAX_SLICE  # 300 Mbp of the same kind
     share = extend.GPU_ROW_SHARE
     assert extend.slice_size(Gpu(), 16 * share * rows, rows) == 16  # the power of two nearest a share of a row
     assert extend.slice_size(Gpu(), 11 * share * rows, rows) == 8
     assert extend.slice_size(Gpu(), 12 * share * rows, rows) == 16
+    assert extend.slice_size(Cpu(), 64 * extend.CPU_ROW_SHARE * rows, rows) == 64
     assert extend.slice_size(Gpu(), 0, 0) == extend.GPU_SLICE
-    # short rows, but so many that slices of GPU_SLICE would make more than GPU_MAX_TASKS tasks
-    many = 2 * extend.GPU_SLICE * extend.GPU_MAX_TASKS
+    # short rows, but so many that slices of GPU_SLICE would make more than MAX_TASKS tasks
+    many = 2 * extend.GPU_SLICE * extend.MAX_TASKS
     assert extend.slice_size(Gpu(), many, many) == 2 * extend.GPU_SLICE
     assert extend.room(extend.GPU_SLICE) == 3 and extend.room(1) == 1  # more loci than room: run again
