@@ -3,11 +3,12 @@ the input into chunks of reads (the records as read, or, when every worker sees 
 file as the client does, where they lie in it: after the first chunk, byte ranges of a FASTQ file
 that start at records, read_ranges.py, which the client does not read), each one Dask task; a
 worker maps a chunk with a mapping session (session.py) that it keeps open between chunks, the
-index resident on its devices. The client writes the chunks' SAM records in input order: into a
-SAM file that every worker sees as the client does, the worker that holds a chunk's records writes
+index resident on its devices. The output has the chunks' SAM records in input order: into a SAM
+file that every worker sees as the client does, the worker that holds a chunk's records writes
 them at the place the client gives once the chunks before have told their size, and only sizes
-and counts reach the client; else they come to the client. Dask runs the tasks of a worker that is
-lost again on another: each chunk is written at its one place, whoever mapped it. Needs the `dask` extra (`pip install 'marose[dask]'`)."""
+and counts reach the client; else the records come to the client, which writes them. Dask runs
+the tasks of a worker that is lost again on another: each chunk is written at its one place,
+whoever mapped it. Needs the `dask` extra (`pip install 'marose[dask]'`)."""
 
 from __future__ import annotations
 

@@ -244,7 +244,7 @@ def slice_size(device: Device, n_candidates: int, n_rows: int) -> int:
     - Where rows are short, the work-items of a GPU's warp, whose windows are rejected after
       different numbers of columns, wait less for each other with short slices (H100, 1,000,000
       chrX reads, 108 candidates a row: row_loci 0.172 s with 8, 0.218 s with 32). A CPU's
-      share each task's set-up (the read's match masks) among more windows.
+      slices share each task's set-up (the read's match masks) among more windows.
     - Where rows are long, a task starts at the first window that can hold an end next to its
       first candidate's, aligning again windows of the task before, and long slices align fewer
       (H200, 200,000 reads against the 3.1 Gbp reference, 21,400 candidates a row: 707 million
