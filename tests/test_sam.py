@@ -384,7 +384,12 @@ def test_writer_streams_into_a_named_pipe_and_leaves_it_a_pipe(tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     received = []
-    reader = threading.Thread(target=lambda: received.append(open(fifo, "rb").read()))
+
+    def read():
+        with open(fifo, "rb") as pipe:
+            received.append(pipe.read())
+
+    reader = threading.Thread(target=read)
     reader.start()
     with SamWriter(str(fifo), "@HD\tVN:1.6\n") as out:
         out.write(b"r1\t4\t*\t0\t0\t*\t*\t0\t0\tA\t*\n")
