@@ -10,7 +10,7 @@ import numpy as np
 import pysam
 import pytest
 
-from conftest import ECOLI, LAMBDA, command_env, mutate, write_fasta
+from conftest import ECOLI, LAMBDA, ROOT, command_env, mutate, write_fasta
 from indexer import cli as index_cli
 from marose import cli
 from marose.dna import N_CODE, decode, reverse_complement
@@ -18,7 +18,6 @@ from marose.oracle import oracle_map
 from marose.params import choose_filter
 from marose.reference import read_fasta
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def simulate(ref, n, length, max_edits, rng, with_n=0):

@@ -17,13 +17,12 @@ import numpy as np
 import pysam
 import pytest
 
-from conftest import DATA, LAMBDA, command_env
+from conftest import DATA, LAMBDA, ROOT, command_env
 from indexer import cli as index_cli
 from marose import cli
 from marose.reference import read_fasta
 from test_pairs import simulate_pairs, write_mates
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 READS = os.path.join(DATA, "lambda_reads.fq.gz")
 WAIT_SECONDS = 60  # for a server to listen, or a run to get under way; each happens well before
 RUN_SECONDS = 120  # for a command to end

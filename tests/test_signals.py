@@ -13,9 +13,8 @@ import time
 import numpy as np
 import pytest
 
-from conftest import DATA, command_env
+from conftest import DATA, ROOT, command_env
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = command_env()
 WAIT_SECONDS = 60  # for the run to get under way; it is ended well before
 
