@@ -168,8 +168,13 @@ def _read_in_place(client, path: str) -> str | None:
     modification time), so that a chunk goes as where its reads lie there and each worker reads
     them itself (the client's FASTQ no longer crosses the scheduler); else None."""
     path = os.path.abspath(path)
+    return path if _every_worker_sees(client, path) else None
+
+
+def _every_worker_sees(client, path: str) -> bool:
+    """Whether every worker sees the file at path as the client does: its size and modification time."""
     seen = client.run(_file_key, path)
-    return path if seen and all(key == _file_key(path) for key in seen.values()) else None
+    return bool(seen) and all(key == _file_key(path) for key in seen.values())
 
 
 def _file_key(path: str) -> tuple[int, int] | None:
@@ -194,13 +199,23 @@ def _worker_options(args, k: int) -> dict:
 
 def _written(results, out, progress):
     """Writes each (records, counts) of results into out; returns the counts summed (mapper.Stats)."""
+
+    def write(parts) -> None:
+        for records in parts:
+            out.write(records)
+
+    return _counted(results, progress, write)
+
+
+def _counted(results, progress, take):
+    """Hands the first of each (records or their size, counts) of results to take, in order, and
+    returns the counts summed (mapper.Stats)."""
     from .mapper import Stats
 
     stats = Stats()
     try:
-        for parts, counts in results:
-            for records in parts:
-                out.write(records)
+        for taken, counts in results:
+            take(taken)
             stats.add(counts)
             progress.update(stats.reads)
     finally:
@@ -215,10 +230,7 @@ def _written_in_place(client, out) -> tuple[str, int] | None:
     (SamWriter.shared): each chunk's records are then written by the worker that holds them, and
     do not cross to the client. Else None."""
     shared = out.shared()
-    if shared is None:
-        return None
-    seen = client.run(_file_key, shared[0])
-    return shared if seen and all(key == _file_key(shared[0]) for key in seen.values()) else None
+    return shared if shared is not None and _every_worker_sees(client, shared[0]) else None
 
 
 def _placed(client, submitted, in_place: tuple[str, int], run: str, progress):
@@ -227,33 +239,30 @@ def _placed(client, submitted, in_place: tuple[str, int], run: str, progress):
     that holds them, once the chunks before have told their size; returns the counts summed. A
     write that Dask runs again, on the records mapped again elsewhere, writes the same bytes at
     the same place."""
-    from .mapper import Stats
-
     path, at = in_place
-    stats, mapped, writes = Stats(), collections.deque(), collections.deque()
+    mapped, writes = collections.deque(), collections.deque()
 
     def sizes():
         for number, future in submitted:
             mapped.append((number, future))
             yield client.submit(_size_and_counts, future, key=f"marose-size-{run}-{number}", pure=False)
 
+    def write(size: int) -> None:
+        nonlocal at
+        number, future = mapped.popleft()
+        writes.append(client.submit(_write_records, future, path, at, key=f"marose-write-{run}-{number}",
+                                    pure=False))
+        at += size
+        while writes and (writes[0].done() or len(writes) > _window(client)):
+            _result(writes.popleft())
+
     try:
-        for size, counts in _in_order(sizes(), lambda: _window(client)):
-            number, future = mapped.popleft()
-            writes.append(client.submit(_write_records, future, path, at, key=f"marose-write-{run}-{number}",
-                                        pure=False))
-            at += size
-            stats.add(counts)
-            progress.update(stats.reads)
-            while writes and (writes[0].done() or len(writes) > _window(client)):
-                _result(writes.popleft())
+        stats = _counted(_in_order(sizes(), lambda: _window(client)), progress, write)
         while writes:
             _result(writes.popleft())
     finally:
         for future in writes:
             future.cancel()
-        progress.clear()
-    stats.list_lengths_once()
     return stats
 
 

@@ -36,8 +36,7 @@ class OutputFile:
             except OSError as e:
                 raise MaroseError(f"{self.path}: cannot write output ({e.strerror})") from None
         else:
-            folder = os.path.dirname(os.path.abspath(self.path))
-            self._tmp = os.path.join(folder, f".{os.path.basename(self.path)}.{uuid.uuid4().hex[:12]}.tmp")
+            self._tmp = _hidden_beside(self.path, "tmp")
             try:
                 fd = os.open(self._tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
             except OSError as e:
@@ -276,12 +275,18 @@ def _second_name(path: str) -> str | None:
         return None
     if not stat.S_ISREG(found.st_mode) or found.st_nlink > 1 or found.st_size < FREED_APART_BYTES:
         return None
-    aside = os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.old")
+    aside = _hidden_beside(path, "old")
     try:
         os.link(path, aside, follow_symlinks=False)
     except OSError:
         return None
     return aside
+
+
+def _hidden_beside(path: str, suffix: str) -> str:
+    """A new hidden name in path's folder: .NAME.RANDOM.suffix."""
+    name = f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.{suffix}"
+    return os.path.join(os.path.dirname(os.path.abspath(path)), name)
 
 
 def _free_apart(path: str) -> None:
