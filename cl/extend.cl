@@ -190,13 +190,72 @@ inline void close_locus(locus_t *locus, uint first, uint last, uint *n, uint cap
  * room [listed_offset[g], listed_offset[g + 1]) of its own buffers, and marks src[t] with RERUN.
  * A task starts a few windows early, at the first candidate whose window can hold an end next
  * to one of the slice's, and goes on past the slice until its last locus ends. The first run
- * adds the windows it aligned to n_aligned[0]. */
+ * adds the windows it aligned to n_aligned[0].
+ *
+ * With aligned_apart, a kept window that cl/kept_windows.cl listed and aligned (the chain
+ * starting at the window's first candidate, in the list of the task whose slice holds it) is not
+ * aligned again: replay_window does with what that alignment kept what aligning it here does. */
 #define RERUN 0x80000000u
+#define NOT_LISTED 0xFFFFFFFFu
+
+/* The place in the list of kept windows (cl/kept_windows.cl) of the chain that starts at a row's
+ * candidate i, a task's chains listed [window_base[u], + window_count[u]) in order; NOT_LISTED
+ * when it is not there (a window that starts inside a chain). */
+inline uint listed_window(uint u, uint i, __global const uint *window_base, __global const uint *window_count,
+                          __global const uint *window_at)
+{
+    uint lo = window_base[u], hi = lo + window_count[u];
+    while (lo < hi) {
+        uint mid = (lo + hi) / 2u;
+        if (window_at[2u * mid + 1u] < i)
+            lo = mid + 1u;
+        else
+            hi = mid;
+    }
+    return lo < window_base[u] + window_count[u] && window_at[2u * lo + 1u] == i ? lo : NOT_LISTED;
+}
 
 /* The end of candidate i's window (cut to the end of its contig, contig_end). */
 inline uint window_end(__global const uint *run, uint i, uint length, uint k, uint contig_end)
 {
     return min(contig_end, run[i] + length + k);
+}
+
+/* What aligning the window [window, end) in row_loci does to the loci, from the n ends within k
+ * (end_at, less window, and dist_at) that the window's alignment found before column b, where
+ * the score can no longer fall to k (end when it never does; cl/kept_windows.cl). Columns before
+ * covered are taken from windows before; from covered on, a column not listed is above k and
+ * ends the open locus. */
+inline void replay_window(locus_t *locus, uint *owner, uint window, uint end, uint b, uint covered, uint c,
+                          uint merged, __global const uint *run, uint length, uint k, uint contig_end,
+                          __global const ushort *end_at, __global const uchar *dist_at, uint n_ends, uint first,
+                          uint last, uint *n, uint capacity, __global uint *ends, __global uchar *dists)
+{
+    uint next = max(window, covered);  /* the first column not yet seen from covered on */
+    for (uint j = 0; j < n_ends; ++j) {
+        uint e = window + end_at[j], score = dist_at[j];
+        if (e < covered)
+            continue;
+        next = e + 1u;  /* a column skipped before e closed the locus, as the branch below does */
+        if (locus->open && e == locus->last + 1u && c == locus->contig) {
+            locus->last = e;
+            if (score <= locus->best_d) {
+                locus->best_d = score;
+                locus->best_end = e;
+            }
+            continue;
+        }
+        close_locus(locus, first, last, n, capacity, ends, dists);
+        while (*owner < merged && e >= window_end(run, *owner, length, k, contig_end))
+            ++*owner;
+        locus->open = 1u;
+        locus->last = locus->best_end = e;
+        locus->best_d = score;
+        locus->contig = c;
+        locus->owner = *owner;
+    }
+    if (next < b || (b < end && end > covered))
+        close_locus(locus, first, last, n, capacity, ends, dists);
 }
 
 __kernel void row_loci(__global const uchar *read_codes, __global const uint *read_offset,
@@ -208,7 +267,10 @@ __kernel void row_loci(__global const uchar *read_codes, __global const uint *re
                        __global const uint *listed, __global const uint *listed_offset,
                        uint n_listed, __global uint *loci_count, __global uint *src,
                        __global uint *loci_end, __global uchar *loci_dist, __global uint *n_over,
-                       __global uint *over_task, __global uint *over_found, __global uint *n_aligned)
+                       __global uint *over_task, __global uint *over_found, __global uint *n_aligned,
+                       uint aligned_apart, __global const uint *window_base, __global const uint *window_count,
+                       __global const uint *window_at, __global const uint *window_found,
+                       __global const ushort *window_end_at, __global const uchar *window_dist)
 {
     uint g = get_global_id(0);
     if (g >= (n_listed ? n_listed : task_base[n_rows]))
@@ -256,6 +318,17 @@ __kernel void row_loci(__global const uchar *read_codes, __global const uint *re
             continue;
         }
         ++aligned;
+        uint listed = aligned_apart ? listed_window(task_base[r] + i / slice, i, window_base, window_count, window_at)
+                                    : NOT_LISTED;
+        uint n_ends = listed != NOT_LISTED ? window_found[2u * listed] : WINDOW_ENDS + 1u;
+        if (n_ends <= WINDOW_ENDS) {
+            replay_window(&locus, &owner, window, end, window_found[2u * listed + 1u], covered, c, merged, run, length,
+                          k, contig_start[c + 1], window_end_at + WINDOW_ENDS * listed,
+                          window_dist + WINDOW_ENDS * listed, n_ends, first, last, &n, capacity, ends, dists);
+            covered = max(covered, end);
+            i = merged;
+            continue;
+        }
         reset_column(words, pv, mv);
         int score = (int)length;
         for (uint e = window; e < end; ++e) {

@@ -60,7 +60,41 @@ inline bool continues_chain(__global const uint *run, uint i, uint k, __global c
         __global const uint *row_size, __global const uint *task_base, uint n_rows, uint slice,            \
         __global const uint *contig_start, uint n_contigs, uint k, __global uchar *keep, __global uint *n_kept
 
-inline void mark_kept(PREFILTER_ARGS, const uint backwards)
+/* With list_windows, the two tests also list the chains kept, for cl/kept_windows.cl: the first
+ * counts task t's in window_count[t] and adds them to counters[0]; the second takes as many
+ * places in window_at from counters[1] (window_base[t]), writes there (row, first candidate) of
+ * each chain it keeps, in order, then NOT_LISTED in the places left, and its count in
+ * window_count[t]. */
+#define WINDOW_LIST_ARGS                                                                             \
+    uint list_windows, __global uint *window_count, __global uint *window_base, __global uint *counters, \
+        __global uint *window_at
+
+/* Listed window j: a row's candidate i starts it (scalar stores: Oclgrind takes a uint2 built of
+ * variables for an uninitialized value). */
+inline void list_window(__global uint *window_at, uint j, uint r, uint i)
+{
+    window_at[2u * j] = r;
+    window_at[2u * j + 1u] = i;
+}
+
+/* The end of task t's listing: the places it took and did not fill marked NOT_LISTED. */
+inline void end_listing(uint t, uint backwards, uint base, uint taken, uint chains, WINDOW_LIST_ARGS)
+{
+    if (!list_windows)
+        return;
+    if (!backwards) {
+        window_count[t] = chains;
+        if (chains)
+            atomic_add(counters, chains);
+        return;
+    }
+    for (uint j = chains; j < taken; ++j)
+        list_window(window_at, base + j, NOT_LISTED, NOT_LISTED);
+    window_count[t] = chains;
+    window_base[t] = base;
+}
+
+inline void mark_kept(PREFILTER_ARGS, const uint backwards, WINDOW_LIST_ARGS)
 {
     uint t = get_global_id(0);
     if (t >= task_base[n_rows])
@@ -69,11 +103,21 @@ inline void mark_kept(PREFILTER_ARGS, const uint backwards)
     __global const uint *run = starts + row_begin[r];
     __global uchar *mark = keep + row_begin[r];
     uint n = row_size[r], last = min(n, first + slice), length = read_length[r];
+    uint taken = backwards && list_windows ? window_count[t] : 0u;
+    uint base = taken ? atomic_add(counters + 1, taken) : 0u, chains = 0;
+    bool listing = backwards && list_windows;
     if (length <= WORD_BITS) {
-        for (uint i = first; i < last; ++i)
+        for (uint i = first; i < last; ++i) {
             mark[i] = 1;
+            if (i == 0u || !continues_chain(run, i, k, contig_start, n_contigs)) {
+                if (listing)
+                    list_window(window_at, base + chains, r, i);
+                ++chains;
+            }
+        }
         if (backwards && last > first)
             atomic_add(n_kept, last - first);
+        end_listing(t, backwards, base, taken, chains, list_windows, window_count, window_base, counters, window_at);
         return;
     }
     ulong peq[4];
@@ -156,22 +200,28 @@ inline void mark_kept(PREFILTER_ARGS, const uint backwards)
             for (uint j = chain[l]; j <= chain_end[l] && j + 1u > chain[l]; ++j)
                 mark[j] = kept_here;
             kept += kept_here ? chain_end[l] + 1u - chain[l] : 0u;  /* kept: a chain of its own */
+            if (kept_here && listing)
+                list_window(window_at, base + chains, r, chain[l]);
+            chains += kept_here ? 1u : 0u;
         }
     }
     if (backwards && kept)
         atomic_add(n_kept, kept);
+    end_listing(t, backwards, base, taken, chains, list_windows, window_count, window_base, counters, window_at);
 }
 
-__kernel void prefilter(PREFILTER_ARGS)
+__kernel void prefilter(PREFILTER_ARGS, WINDOW_LIST_ARGS)
 {
     mark_kept(read_codes, read_offset, read_length, genome, starts, row_begin, row_size, task_base, n_rows, slice,
-              contig_start, n_contigs, k, keep, n_kept, 0u);
+              contig_start, n_contigs, k, keep, n_kept, 0u, list_windows, window_count, window_base, counters,
+              window_at);
 }
 
 /* prefilter with the read's last 64 bases, backwards from the window's end, over the chains
  * prefilter kept. */
-__kernel void prefilter_backwards(PREFILTER_ARGS)
+__kernel void prefilter_backwards(PREFILTER_ARGS, WINDOW_LIST_ARGS)
 {
     mark_kept(read_codes, read_offset, read_length, genome, starts, row_begin, row_size, task_base, n_rows, slice,
-              contig_start, n_contigs, k, keep, n_kept, 1u);
+              contig_start, n_contigs, k, keep, n_kept, 1u, list_windows, window_count, window_base, counters,
+              window_at);
 }

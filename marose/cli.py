@@ -375,7 +375,8 @@ def explain(mapper, read_length: int) -> str:
                  f"{fixed:,.1f} in the fixed layout, {placed:,.1f} with the {share:.0%} of strands whose fixed "
                  "patterns find more positions than they have offsets placed (before merging; --stats counts "
                  "candidates and placed strands)")
-    text += "\n" + explain_windows(read_length, mapper.k, pays(mapper.device, [read_length]))
+    text += "\n" + explain_windows(read_length, mapper.k, pays(mapper.device, [read_length]),
+                                   pays(mapper.device, [read_length], long_rows=True))
     if chosen.guaranteed and chosen.covers == "substitutions" and chosen.placement is None:
         p = chosen.params
         missed, total = count_missed(read_length, mapper.k, p.mask, p.ln, p.e, p.step, indels=True)

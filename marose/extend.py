@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Sequence, Union
 
 import numpy as np
 
-from . import prefilter
+from . import kept_windows, prefilter
 from .align import NO_HIT, WORD_BITS, n_words
 from .device import PLAIN, Device, groups
 from .reference import NO_IUPAC, md_letters
@@ -27,7 +27,8 @@ from .regions import check_numbered, leading_entries, region_offsets
 if TYPE_CHECKING:
     from .lookup import DeviceGenome
 
-ALIGN = ("search.cl", "extend.cl", "prefilter.cl", "traceback.cl")  # one program, built with alignment_defines
+# one program, built with alignment_defines
+ALIGN = ("search.cl", "extend.cl", "prefilter.cl", "kept_windows.cl", "traceback.cl")
 
 # Traceback operations, first to last in a row of ops.
 OP_MATCH, OP_MISMATCH, OP_INS, OP_DEL = range(4)
@@ -108,7 +109,8 @@ def alignment_defines(device: Device, longest: int, k: int, merge_windows: bool 
     CPU, where it ran 2.5-4x as fast on loci with an indel: scripts/probes/traceback_probe.py)."""
     words = max_words(longest)
     return {"MAX_WORDS": words, "MAX_LEN": WORD_BITS * words, "MAX_K": max_k(k), "PREFETCH": int(device.prefetches),
-            "MERGE_WINDOWS": int(merge_windows), "LANES": prefilter.LANES,
+            "MERGE_WINDOWS": int(merge_windows), "LANES": prefilter.lanes(device),
+            "WINDOW_ENDS": kept_windows.WINDOW_ENDS,
             "TRACE_BITS": int(device.is_cpu if by_columns is None else by_columns)}
 
 
@@ -149,15 +151,21 @@ def end_distances(device: Device, reads: ReadsLike, genome_buffer, cand_read: np
     return device.read(out, np.uint8, n * width).reshape(n, width)
 
 
-def explain_windows(read_length: int, k: int, prefiltered: bool = False) -> str:
+def explain_windows(read_length: int, k: int, prefiltered: bool = False, where_long: bool = False) -> str:
     """What row_loci does with the candidates of a read length, for `marose map --explain`
-    (prefiltered: where the filter over candidates runs first)."""
+    (prefiltered: where the filter over candidates runs first; where_long: where it runs first
+    on batches whose rows of candidates are long, as a GPU does)."""
     text = (f"extend: candidates less than {k + 2} bp apart are aligned as one window "
             f"[first - {k}, last + {read_length + k})")
     if read_length <= WORD_BITS:
         return text + f"; no pre-alignment filter for reads of at most {WORD_BITS} bp"
     text += (f"; a window is aligned only where the read's first {WORD_BITS} bases end within {k} "
              f"edits, at least {max(0, read_length - WORD_BITS - k)} bp before its end")
+    if not prefiltered and where_long:
+        return text + (" (the stats' aligned counts those windows); in a batch whose rows of candidates are long "
+                       "(repeats), that test and the same with the read's last bases run first on this device, "
+                       "over the candidates, and the windows kept are aligned apart (the stats' prefiltered counts "
+                       "the candidates kept)")
     if not prefiltered:
         return text + " (the stats' aligned counts those windows)"
     return text + (f", starting in its first {3 * k + 1} columns, and its last {WORD_BITS} bases, backwards, likewise "
@@ -320,7 +328,7 @@ def _one_run_per_row(device: Device, candidates: list) -> tuple[object, np.ndarr
 
 def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list, contig_start_buffer,
              n_contigs: int, k: int, merge_windows: bool = True, prealign: bool = True,
-             prefiltered: bool | None = None) -> RowLoci:
+             prefiltered: bool | None = None, aligned_apart: bool | None = None) -> RowLoci:
     """The loci of every row in the windows of its candidates, left on the device by one or
     more filter calls (filter.DeviceCandidates, one per index segment): a candidate starting
     at p is the window [p - k, p + L + k) cut to p's contig. Each end within k is taken with
@@ -329,7 +337,9 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     Candidates less than k + 2 apart are aligned as one window (merge_windows), and windows the
     pre-alignment filter (marose.prealign) rejects are not aligned (prealign): the loci are the
     same either way. With prefiltered (default: where prefilter.pays), that test runs first over
-    the candidates' own windows (marose.prefilter), and row_loci skips the candidates it rejects."""
+    the candidates' own windows (marose.prefilter), and row_loci skips the candidates it rejects;
+    then, with aligned_apart (default: where kept_windows.pays), the windows kept are aligned
+    apart and row_loci replays their ends (marose.kept_windows)."""
     _check_k(k)
     n_rows = reads.lengths.size
     if not candidates or sum(c.size for c in candidates) == 0:
@@ -344,10 +354,16 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
         raise MemoryError("too many candidates in one batch; use a smaller --batch-size")
     tasks, task_base_buffer = task_arguments(device, reads, genome_buffer, values, row_begin, row_size, task_base,
                                              slice_candidates, contig_start_buffer, n_contigs, k)
-    keep, n_kept = device.empty(1), None
-    if prealign and (prefilter.pays(device, reads.lengths) if prefiltered is None else prefiltered):
-        keep, n_kept = prefilter.marks(device, ALIGN, defines, tasks, n_tasks, int((row_begin + row_size).max()))
+    keep, n_kept, apart = device.empty(1), None, kept_windows.unused(device)
+    long_rows = slice_candidates > (SLICE if device.is_cpu else GPU_SLICE)
+    if prealign and (prefilter.pays(device, reads.lengths, long_rows) if prefiltered is None else prefiltered):
+        apart_too = merge_windows and (kept_windows.pays(device) if aligned_apart is None else aligned_apart)
+        listing = kept_windows.Listing(device, n_tasks) if apart_too else None
+        keep, n_kept = prefilter.marks(device, ALIGN, defines, tasks, n_tasks, int((row_begin + row_size).max()),
+                                       listing)
         prealign = False  # the windows kept hold ends within k: row_loci's own test would keep them all
+        if listing:
+            apart = kept_windows.aligned(device, ALIGN, defines, tasks, listing, keep)
     kernel = device.kernel(ALIGN, "row_loci", defines)
     found, src = device.empty(4 * n_tasks), device.empty(4 * n_tasks)
     ends, dists = [device.empty(4 * n_tasks * task_room)], [device.empty(n_tasks * task_room)]
@@ -357,7 +373,7 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     results = (found, src)
     unlisted = over_task  # no tasks listed: the first run takes them all
     device.launch(kernel, groups(n_tasks, 64), None, *arguments, unlisted, unlisted, np.uint32(0), *results,
-                  ends[0], dists[0], n_over, over_task, over_found, n_aligned)
+                  ends[0], dists[0], n_over, over_task, over_found, n_aligned, *apart)
     # Most tasks find no locus: the few with more than task_room run again with room for all.
     rerun = int(device.read(n_over, np.uint32, 1)[0])
     if rerun:
@@ -365,7 +381,7 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
         ends.append(device.empty(4 * int(offsets[-1])))
         dists.append(device.empty(int(offsets[-1])))
         device.launch(kernel, groups(rerun, 64), None, *arguments, over_task, device.to_device(offsets),
-                      np.uint32(rerun), *results, ends[1], dists[1], n_over, over_task, over_found, n_aligned)
+                      np.uint32(rerun), *results, ends[1], dists[1], n_over, over_task, over_found, n_aligned, *apart)
     counts = row_counts(device, task_base_buffer, found, src, n_rows)
     kept = int(row_size.sum()) if n_kept is None else int(device.read(n_kept, np.uint32, 1)[0])
     return RowLoci(counts, row_size, int(device.read(n_aligned, np.uint32, 1)[0]), task_base, found, src,

@@ -9,7 +9,7 @@ import numpy as np
 import pysam
 import pytest
 
-from marose import align, extend, prefilter
+from marose import align, extend, kept_windows, prefilter
 from marose.dna import N_CODE, encode, reverse_complement
 from conftest import mutate
 from marose.filter import DeviceCandidates
@@ -202,23 +202,31 @@ def expected_row_loci(case: Case, rows: list[list[int]], offsets: np.ndarray, k:
 
 
 # every pair of k, alphabet and slice size once (a covering array: 9 cases instead of 18)
-ROW_LOCI_CASES = [(k, 4 if (i + j) % 2 == 0 else 2, slice_size, True, True, None)
+ROW_LOCI_CASES = [(k, 4 if (i + j) % 2 == 0 else 2, slice_size, True, True, None, None)
                   for i, k in enumerate((0, 3, 8)) for j, slice_size in enumerate((1, 3, 32))]
-ROW_LOCI_CASES += [(3, 4, slice_size, merge, pre, None) for slice_size in (1, 32)
+ROW_LOCI_CASES += [(3, 4, slice_size, merge, pre, None, None) for slice_size in (1, 32)
                    for merge, pre in ((False, False), (True, False), (False, True))]
-ROW_LOCI_CASES += [(3, 4, 3, True, True, False), (3, 4, 32, False, True, True), (8, 4, 32, True, True, False)]
-ROW_LOCI_CASES += [(k, 4, extend.GPU_SLICE, True, True, False) for k in (3, 8)]  # as a GPU runs it
+ROW_LOCI_CASES += [(3, 4, 3, True, True, False, None), (3, 4, 32, False, True, True, None),
+                   (8, 4, 32, True, True, False, None)]
+ROW_LOCI_CASES += [(k, 4, extend.GPU_SLICE, True, True, False, None) for k in (3, 8)]  # as a GPU runs it
+# the kept windows aligned apart, row_loci replaying them; with 1 end kept a window, most aligned again
+ROW_LOCI_CASES += [(k, 4 if k else 2, slice_size, True, True, True, ends)
+                   for k, slice_size, ends in ((0, 32, 12), (3, 1, 12), (3, 3, 1), (8, 3, 12), (8, 32, 2))]
 
 
-@pytest.mark.parametrize("k,alphabet,slice_size,merge_windows,prealign,prefiltered", ROW_LOCI_CASES)
+@pytest.mark.parametrize("k,alphabet,slice_size,merge_windows,prealign,prefiltered,apart_ends", ROW_LOCI_CASES)
 def test_row_loci_merge_the_windows_of_each_row(device, monkeypatch, k: int, alphabet: int, slice_size: int,
-                                                merge_windows: bool, prealign: bool, prefiltered) -> None:
+                                                merge_windows: bool, prealign: bool, prefiltered,
+                                                apart_ends) -> None:
     """row_loci over three candidate lists (index segments), each row cut into slices of
     slice_size candidates, == the loci align finds in every window of the row, whether or not
     near windows are merged and the pre-alignment filter skips windows, in row_loci or over the
-    candidates before it (prefiltered; None: where it pays)."""
+    candidates before it (prefiltered; None: where it pays), and whether or not the windows it
+    keeps are aligned apart (apart_ends: the ends a window keeps; None: where it pays)."""
     for name in ("SLICE", "GPU_SLICE", "MAX_SLICE"):
         monkeypatch.setattr(extend, name, slice_size)
+    if apart_ends:
+        monkeypatch.setattr(kept_windows, "WINDOW_ENDS", apart_ends)
     case = Case(11 if alphabet == 4 else 21, alphabet=alphabet)
     offsets = np.append(case.contig_start, case.genome.size)
     rng = np.random.default_rng(k)
@@ -240,8 +248,12 @@ def test_row_loci_merge_the_windows_of_each_row(device, monkeypatch, k: int, alp
     lists = [device_candidates(device, part) for part in parts]
     reads = upload_reads(device, case.reads)
     got = row_loci(device, reads, device.to_device(case.genome), lists, device.to_device(offsets.astype(np.uint32)),
-                   offsets.size - 1, k, merge_windows, prealign, prefiltered)
+                   offsets.size - 1, k, merge_windows, prealign, prefiltered, bool(apart_ends) if apart_ends else None)
     want = expected_row_loci(case, rows, offsets, k)
+    if apart_ends:  # the same windows walked, and aligned or replayed
+        inline = row_loci(device, reads, device.to_device(case.genome), lists,
+                          device.to_device(offsets.astype(np.uint32)), offsets.size - 1, k, True, True, True, False)
+        assert inline.aligned == got.aligned
     assert got.count.tolist() == [len(w) for w in want]
     end, dist = got.read(device)
     assert list(zip(end.tolist(), dist.tolist())) == sum(want, [])

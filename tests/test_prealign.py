@@ -159,3 +159,9 @@ def test_the_filter_over_candidates_runs_on_a_cpu_or_as_the_environment_says(dev
 ])
 def test_which_devices_run_the_filter_over_candidates(is_cpu, version, forced, runs) -> None:
     assert prefilter.wanted(is_cpu, version, forced) == runs
+
+
+def test_a_gpu_runs_the_filter_where_rows_are_long() -> None:
+    cuda, pocl5 = "OpenCL 3.0 CUDA 13.0.98", "OpenCL 3.0 PoCL 5.0+debian"
+    assert prefilter.wanted(False, cuda, "", long_rows=True) and not prefilter.wanted(False, cuda, "off", True)
+    assert not prefilter.wanted(True, pocl5, "", long_rows=True)  # a CPU decides by its compiler alone
