@@ -13,6 +13,9 @@
 #   scripts/human_size_round.sh serve             # 121 Mbp, Table II reads: served against standalone
 #   scripts/human_size_round.sh peers [N]         # 3.1 Gbp: N 100 bp reads (1M), marose (k 5) against minimap2
 #                                                 # -x sr (its index built first, once) and its -N 100; true locus
+#   scripts/human_size_round.sh against DIR [N]   # 3.1 Gbp: this checkout against the one in DIR (its marose/,
+#                                                 # indexer/, cl/): --stats of the first 200,000 of N 100 bp reads
+#                                                 # (1M) with each, then versus.py --rounds 2 on all N
 #
 # Needs bench/h/arabidopsis_3sp.fa.gz (scripts/fetch_genomes.sh --big) and pyopencl, mmh3 and
 # pysam importable (for the device machine: ../shared/tools/gpu-wheels.sh's wheels in .whl/).
@@ -106,6 +109,23 @@ peers)
         python3 -c "import sys; sys.path.insert(0, 'scripts'); from bench_score import true_locus
 print(sys.argv[1], true_locus(sys.argv[2], int(sys.argv[3]), 5))" $sam $h/$sam.sam $(( $(wc -l < $r100) / 4 ))
     done
+    ;;
+against)
+    other=$(cd "${2:?checkout}" && pwd) h=$(cd $h && pwd)
+    make_reads "${3:-}"
+    head -n 800000 $r100 > $h/r200k.fq
+    head -n 4000 $r100 > $h/r1k.fq
+    for root in $other $PWD; do
+        in_root="env PYTHONPATH=$root:${PYTHONPATH:-} python3 -m marose.cli map -q -x $h/human_size.fa"
+        $in_root $h/r1k.fq -k 5 -o /dev/null  # programs built, untimed
+        (cd $h && $in_root $h/r200k.fq -k 5 -o $h/o200.sam --stats $h/s200.json)
+        lookups $h/s200.json
+    done
+    cd $h  # python -m would import the checkout of the current folder
+    python3 $OLDPWD/scripts/versus.py --rounds 2 \
+        --output $h/ob.sam "env PYTHONPATH=$other:${PYTHONPATH:-} python3 -m marose.cli map -q -x $h/human_size.fa $r100 -k 5 -o $h/ob.sam" \
+        --output $h/oa.sam "env PYTHONPATH=$OLDPWD:${PYTHONPATH:-} python3 -m marose.cli map -q -x $h/human_size.fa $r100 -k 5 -o $h/oa.sam"
+    cmp <(grep -v '^@PG' $h/ob.sam) <(grep -v '^@PG' $h/oa.sam) && echo "the same SAM"
     ;;
 *)
     echo "unknown stage $1" >&2

@@ -2,14 +2,15 @@
 """Seconds of sorting long candidate rows (marose.row_sort) on one device, with the result checked.
 
     scripts/probes/row_sort_probe.py [--rows 2000] [--mean 100000] [--runs 40] [--wg 64]
-                                     [--device SPEC] [--rounds 3] [--root DIR]
+                                     [--tile T] [--device SPEC] [--rounds 3] [--root DIR]
 
 Each row is made as the filter leaves a read strand's candidates in a repeat: --runs sorted
 runs (one a position range its patterns found) of random 32-bit starts, a tenth of them
 repeated from another run; row sizes are log-normal around --mean. Every round sorts a fresh
 copy with sort_long_rows at work-group size --wg and the capacity the filter would give it, and
 the rows must equal numpy's sorted distinct values. Prints each round's wall seconds and the
-kernels' seconds. --root: the marose checkout to import (another commit, to compare).
+kernels' seconds. --tile: the outputs of a merge_tiles work-group (marose.row_sort.TILE; it must
+divide twice the capacity). --root: the marose checkout to import (another commit, to compare).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def main() -> None:
     ap.add_argument("--mean", type=int, default=100_000)
     ap.add_argument("--runs", type=int, default=40)
     ap.add_argument("--wg", type=int, default=64)
+    ap.add_argument("--tile", type=int)
     ap.add_argument("--device")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--root", default=ROOT)
@@ -50,7 +52,11 @@ def main() -> None:
     from marose.device import Device
     from marose.filter import local_capacity
     from marose.regions import region_offsets
+    from marose import row_sort
     from marose.row_sort import sort_long_rows
+
+    if args.tile:
+        row_sort.TILE = args.tile
 
     device = Device(args.device, profile=True)
     rows = rows_of_runs(np.random.default_rng(1), args.rows, args.mean, args.runs)
@@ -58,7 +64,7 @@ def main() -> None:
     offsets = region_offsets(totals)
     flat = np.concatenate(rows)
     capacity = local_capacity(device, args.wg)
-    print(f"{args.rows} rows, {flat.size:,} values, capacity {capacity}, work-group {args.wg}")
+    print(f"{args.rows} rows, {flat.size:,} values, capacity {capacity}, work-group {args.wg}, tile {row_sort.TILE}")
     for number in range(1, args.rounds + 1):
         values, out_count = device.to_device(flat), device.empty(4 * totals.size)
         offsets_buffer, totals_buffer = device.to_device(offsets), device.to_device(totals.astype(np.uint32))
