@@ -9,9 +9,9 @@
  * prefilter.cl. Defines beyond theirs: WINDOW_ENDS. */
 
 /* Listed window g (of n_windows; NOT_LISTED: a place left empty): its chain's window [w, e),
- * as row_loci merges it, aligned with the whole read; window_found[2 g, + 2) = (ends within k before
- * column b, b), where b is the first column whose score can no longer fall to k by the window's
- * end (e when none is), and the first WINDOW_ENDS of those ends, less w, at
+ * as row_loci merges it, aligned with the whole read; window_found[2 g, + 2) = (ends within k
+ * before column b, b), where b is the first column whose score can no longer fall to k by the
+ * window's end (e when none is), and the first WINDOW_ENDS of those ends, less w, at
  * window_end[WINDOW_ENDS g], their distances at window_dist. */
 __kernel void align_kept_windows(PREFILTER_ARGS, uint n_windows, __global const uint *window_at,
                                  __global uint *window_found, __global ushort *window_end,

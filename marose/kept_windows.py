@@ -17,6 +17,7 @@ WINDOW_ENDS such ends, or one that starts inside a chain (a task's first), row_l
 from __future__ import annotations
 
 import os
+
 import numpy as np
 
 from . import align
@@ -78,15 +79,7 @@ def aligned(device: Device, program: tuple, defines: dict, tasks: tuple, listing
 def twin(read: np.ndarray, window: np.ndarray, k: int) -> tuple[list[tuple[int, int]], int]:
     """What align_kept_windows keeps of one window (codes): the (column, distance) of its ends
     within k before b, and b, columns counted from the window's start."""
-    distances = align.end_distances(read, window, k).astype(np.int64)
-    scores = _scores(read, window)
-    left = np.arange(window.size - 1, -1, -1)
-    past = np.flatnonzero(scores > k + left)
+    scores = align.end_distances(read, window, len(read)).astype(np.int64)  # a read's length: none capped
+    past = np.flatnonzero(scores > k + np.arange(window.size - 1, -1, -1))
     b = int(past[0]) if past.size else int(window.size)
-    ends = [(int(j), int(distances[j])) for j in range(b) if distances[j] <= k]
-    return ends, b
-
-
-def _scores(read: np.ndarray, window: np.ndarray) -> np.ndarray:
-    """The end distance of the read at every column of the window, uncapped."""
-    return align.end_distances(read, window, len(read)).astype(np.int64)
+    return [(j, int(scores[j])) for j in range(b) if scores[j] <= k], b
