@@ -92,3 +92,10 @@ def test_a_gpu_aligns_apart_and_a_cpu_does_not_unless_told(device, monkeypatch) 
     assert kept_windows.pays(device)
     monkeypatch.setenv(kept_windows.SWITCH, "off")
     assert not kept_windows.pays(device)
+
+
+def test_explain_says_where_a_device_tests_the_candidates_first_for_long_rows() -> None:
+    text = extend.explain_windows(100, 5, False, True)
+    assert "rows of candidates are long" in text and "aligned apart" in text
+    assert "long" not in extend.explain_windows(100, 5, False, False)
+    assert "long" not in extend.explain_windows(100, 5, True, True)  # tested first on every batch
