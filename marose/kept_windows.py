@@ -24,6 +24,7 @@ from . import align
 from .device import Device, groups
 
 WINDOW_ENDS = 12  # ends within k a listed window keeps (more: row_loci aligns it again)
+MAX_LISTED = ((1 << 32) - 1) // WINDOW_ENDS  # places a list may take: the kernels number its ends in 32 bits
 SWITCH = "MAROSE_ALIGN_APART"  # "on" or "off": align the kept windows apart, or not, whatever the device
 
 
@@ -36,17 +37,20 @@ class Listing:
         self.device = device
         self.count, self.base = device.empty(4 * max(1, n_tasks)), device.empty(4 * max(1, n_tasks))
         self.counters = device.zeros(8)
-        self.at, self.n = device.empty(8), 0
+        self.at, self.n, self.listed = device.empty(8), 0, False
 
     def first(self) -> tuple:
         """The first test's arguments from list_windows on."""
         return np.uint32(1), self.count, self.base, self.counters, self.at
 
     def second(self) -> tuple:
-        """The second test's, once the first has counted the places (the host waits for it)."""
-        self.n = int(self.device.read(self.counters, np.uint32, 1)[0])
+        """The second test's, once the first has counted the places (the host waits for it); a
+        list of more than MAX_LISTED places is not made (row_loci then aligns every window)."""
+        n = int(self.device.read(self.counters, np.uint32, 1)[0])
+        self.listed = n <= MAX_LISTED
+        self.n = n if self.listed else 0
         self.at = self.device.empty(8 * max(1, self.n))
-        return np.uint32(1), self.count, self.base, self.counters, self.at
+        return np.uint32(int(self.listed)), self.count, self.base, self.counters, self.at
 
 
 def pays(device: Device) -> bool:
@@ -68,6 +72,8 @@ def aligned(device: Device, program: tuple, defines: dict, tasks: tuple, listing
     """row_loci's arguments from aligned_apart on: the windows listing lists aligned, and what
     row_loci needs of each kept. tasks: extend.task_arguments; program, defines: the alignment
     program (with cl/kept_windows.cl) and its build options."""
+    if not listing.listed:
+        return unused(device)
     d, n = device, max(1, listing.n)
     found, end, dist = d.empty(8 * n), d.empty(2 * WINDOW_ENDS * n), d.empty(WINDOW_ENDS * n)
     if listing.n:

@@ -212,6 +212,7 @@ ROW_LOCI_CASES += [(k, 4, extend.GPU_SLICE, True, True, False, None) for k in (3
 # the kept windows aligned apart, row_loci replaying them; with 1 end kept a window, most aligned again
 ROW_LOCI_CASES += [(k, 4 if k else 2, slice_size, True, True, True, ends)
                    for k, slice_size, ends in ((0, 32, 12), (3, 1, 12), (3, 3, 1), (8, 3, 12), (8, 32, 2))]
+ROW_LOCI_CASES += [(3, 4, 3, True, True, True, "too many")]  # a list longer than MAX_LISTED is not made
 
 
 @pytest.mark.parametrize("k,alphabet,slice_size,merge_windows,prealign,prefiltered,apart_ends", ROW_LOCI_CASES)
@@ -225,7 +226,9 @@ def test_row_loci_merge_the_windows_of_each_row(device, monkeypatch, k: int, alp
     keeps are aligned apart (apart_ends: the ends a window keeps; None: where it pays)."""
     for name in ("SLICE", "GPU_SLICE", "MAX_SLICE"):
         monkeypatch.setattr(extend, name, slice_size)
-    if apart_ends:
+    if apart_ends == "too many":
+        monkeypatch.setattr(kept_windows, "MAX_LISTED", 1)
+    elif apart_ends:
         monkeypatch.setattr(kept_windows, "WINDOW_ENDS", apart_ends)
     case = Case(11 if alphabet == 4 else 21, alphabet=alphabet)
     offsets = np.append(case.contig_start, case.genome.size)

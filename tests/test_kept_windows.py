@@ -26,13 +26,8 @@ def kept_chain_windows(case: Windows, row: list[int], r: int, k: int) -> dict[in
     return found
 
 
-@pytest.mark.parametrize("k,slice_size", [(0, 32), (5, 7), (8, 3)])
-def test_kept_windows_are_listed_by_task_and_aligned_as_the_twin(device, monkeypatch, k: int,
-                                                                  slice_size: int) -> None:
-    monkeypatch.setattr(kept_windows, "WINDOW_ENDS", 4)  # some windows hold more ends: counted, not kept
-    case = Windows(20 + k, k)
-    rows = [sorted(set(starts)) for starts in case.starts]
-    rows[2] = []
+def listed_and_aligned(device, case: Windows, rows: list[list[int]], k: int, slice_size: int):
+    """(task_base, listing, row_loci's arguments from aligned_apart on) of the rows' candidates."""
     values, row_begin, row_size = extend._one_run_per_row(device, [device_candidates(device, rows)])
     reads = extend.upload_reads(device, case.reads)
     defines = extend.alignment_defines(device, max(map(len, case.reads)), k)
@@ -43,8 +38,18 @@ def test_kept_windows_are_listed_by_task_and_aligned_as_the_twin(device, monkeyp
     listing = kept_windows.Listing(device, n_tasks)
     keep, _ = prefilter.marks(device, extend.ALIGN, defines, tasks, n_tasks, int((row_begin + row_size).max()),
                               listing)
-    _, base, count, at, found, end, dist = kept_windows.aligned(device, extend.ALIGN, defines, tasks, listing, keep)
-    n = listing.n
+    return task_base, listing, kept_windows.aligned(device, extend.ALIGN, defines, tasks, listing, keep)
+
+
+@pytest.mark.parametrize("k,slice_size", [(0, 32), (5, 7), (8, 3)])
+def test_kept_windows_are_listed_by_task_and_aligned_as_the_twin(device, monkeypatch, k: int,
+                                                                  slice_size: int) -> None:
+    monkeypatch.setattr(kept_windows, "WINDOW_ENDS", 4)  # some windows hold more ends: counted, not kept
+    case = Windows(20 + k, k)
+    rows = [sorted(set(starts)) for starts in case.starts]
+    rows[2] = []
+    task_base, listing, (_, base, count, at, found, end, dist) = listed_and_aligned(device, case, rows, k, slice_size)
+    n_tasks, n = int(task_base[-1]), listing.n
     base, count = (device.read(b, np.uint32, n_tasks).astype(np.int64) for b in (base, count))
     at = device.read(at, np.uint32, 2 * n).reshape(-1, 2).astype(np.int64)
     found = device.read(found, np.uint32, 2 * n).reshape(-1, 2).astype(np.int64)
@@ -73,6 +78,13 @@ def test_kept_windows_are_listed_by_task_and_aligned_as_the_twin(device, monkeyp
     assert n >= listed > 0  # places for the first test's chains; the second's fill the first of them
     assert (at[:, 0] == 0xFFFFFFFF).sum() == n - listed
     assert with_more_ends > 0 or k == 0  # exact ends do not run on
+
+
+def test_no_list_longer_than_its_places_can_be_numbered(device, monkeypatch) -> None:
+    monkeypatch.setattr(kept_windows, "MAX_LISTED", 1)
+    case = Windows(23, 3)
+    _, listing, arguments = listed_and_aligned(device, case, [sorted(set(s)) for s in case.starts], 3, 32)
+    assert not listing.listed and listing.n == 0 and int(arguments[0]) == 0  # row_loci aligns every window
 
 
 def test_twin_stops_where_the_score_can_no_longer_fall_to_k() -> None:
