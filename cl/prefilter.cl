@@ -109,7 +109,7 @@ inline void mark_kept(PREFILTER_ARGS, const uint backwards, WINDOW_LIST_ARGS)
     if (length <= WORD_BITS) {
         for (uint i = first; i < last; ++i) {
             mark[i] = 1;
-            if (i == 0u || !continues_chain(run, i, k, contig_start, n_contigs)) {
+            if (list_windows && (i == 0u || !continues_chain(run, i, k, contig_start, n_contigs))) {
                 if (listing)
                     list_window(window_at, base + chains, r, i);
                 ++chains;
