@@ -261,14 +261,19 @@ def slice_size(device: Device, n_candidates: int, n_rows: int) -> int:
       kind, 1,890 a row: 7.23-7.33 s with 32, 6.20-6.39 s with 256, no faster with 512).
     Slices also grow until the batch has no more than MAX_TASKS tasks: a task takes 16 bytes of
     the device's memory, and 5 for each locus it has room for."""
-    least, share = (SLICE, CPU_ROW_SHARE) if device.is_cpu else (GPU_SLICE, GPU_ROW_SHARE)
+    share = CPU_ROW_SHARE if device.is_cpu else GPU_ROW_SHARE
     mean = n_candidates / max(1, n_rows)
-    size = least
+    size = least_slice(device)
     while size < MAX_SLICE and mean / share >= size * math.sqrt(2):
         size *= 2
     while size < MAX_SLICE and n_candidates > size * MAX_TASKS:
         size *= 2
     return size
+
+
+def least_slice(device: Device) -> int:
+    """The slice slice_size starts from on this device: a longer one means long rows."""
+    return SLICE if device.is_cpu else GPU_SLICE
 
 
 def task_arguments(device: Device, reads: DeviceReads, genome_buffer, values, row_begin: np.ndarray,
@@ -355,7 +360,7 @@ def row_loci(device: Device, reads: DeviceReads, genome_buffer, candidates: list
     tasks, task_base_buffer = task_arguments(device, reads, genome_buffer, values, row_begin, row_size, task_base,
                                              slice_candidates, contig_start_buffer, n_contigs, k)
     keep, n_kept, apart = device.empty(1), None, kept_windows.unused(device)
-    long_rows = slice_candidates > (SLICE if device.is_cpu else GPU_SLICE)
+    long_rows = slice_candidates > least_slice(device)
     if prealign and (prefilter.pays(device, reads.lengths, long_rows) if prefiltered is None else prefiltered):
         apart_too = merge_windows and (kept_windows.pays(device) if aligned_apart is None else aligned_apart)
         listing = kept_windows.Listing(device, n_tasks) if apart_too else None
