@@ -390,7 +390,7 @@ def _write_records(mapped, path: str, at: int) -> int:
     from .bgzf import write_at
     from .sam_file import allocate
 
-    size = sum(map(len, mapped[0]))
+    size = _size_and_counts(mapped)[0]
     try:
         fd = os.open(path, os.O_WRONLY)
     except OSError as e:
