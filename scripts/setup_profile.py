@@ -70,6 +70,14 @@ def first_read_length(path: str) -> int:
     return len(next(read_batches(path, 1)).seqs[0])
 
 
+def index_path(given: str) -> str:
+    """The index folder that `marose map -x given` would use (a FASTA path finds its .marose)."""
+    sys.path.insert(0, ROOT)
+    from marose.cli import find_index
+
+    return find_index(given)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("index")
@@ -77,6 +85,7 @@ def main() -> None:
     parser.add_argument("-k", type=int, required=True)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
+    args.index = index_path(args.index)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
     program = (f"ROOT = {ROOT!r}\nINDEX = {args.index!r}\nK = {args.k}\n"
                f"READ_LENGTH = {first_read_length(args.reads)}\n" + STEPS)
