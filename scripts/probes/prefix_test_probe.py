@@ -9,6 +9,9 @@ read back, and S of them, drawn at random, are tested on the host with numpy: th
 marose.prealign on the read's first 64 bases (checked against prealign.rejects on some), the
 same test on its first 32 bases, and the number of window columns the kernel's prefix_rejects
 walks before it decides, with its band bound checked every 8 columns (as it is), every 4, 2 or 1.
+With --lanes, every candidate of the N reads is walked instead, and the columns that the filter
+over candidates (cl/prefilter.cl) pays with 2, 4 or 8 of a row's windows side by side, each group
+walking as long as its longest, are compared with the columns walked.
 """
 
 from __future__ import annotations
@@ -105,6 +108,21 @@ class Windows:
         return rejected, walked
 
 
+def print_lanes(windows: Windows) -> None:
+    """Columns paid by groups of 2, 4 and 8 consecutive windows of a row, each group as long as
+    its longest walk, against the columns walked."""
+    _, walked = windows.walk(np.arange(windows.row.size), 64, 8)
+    walked = walked.astype(np.int64)
+    bounds = np.r_[0, np.flatnonzero(np.diff(windows.row)) + 1, windows.row.size]
+    print(f"{windows.row.size:,} candidates, {walked.mean():.1f} columns walked a window")
+    for lanes in (2, 4, 8):
+        paid = 0
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            groups = np.r_[walked[a:b], np.zeros(-(b - a) % lanes, np.int64)].reshape(-1, lanes)
+            paid += int(groups.max(axis=1).sum()) * lanes
+        print(f"{lanes} lanes: {paid / walked.sum():.2f}x the columns walked")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("index")
@@ -112,8 +130,12 @@ def main() -> None:
     parser.add_argument("--reads", dest="n", type=int, default=2000)
     parser.add_argument("-k", type=int, default=5)
     parser.add_argument("--sample", type=int, default=100_000)
+    parser.add_argument("--lanes", action="store_true", help="the cost of lanes side by side, over every candidate")
     args = parser.parse_args()
     windows = Windows(args.index, args.reads, args.n, args.k)
+    if args.lanes:
+        print_lanes(windows)
+        return
     rng = np.random.default_rng(1)
     sample = np.sort(rng.choice(windows.row.size, min(windows.row.size, args.sample), replace=False))
     print(f"{windows.row.size:,} candidates of {args.n:,} reads; {sample.size:,} tested")
