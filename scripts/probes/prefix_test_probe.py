@@ -11,12 +11,16 @@ same test on its first 32 bases, and the number of window columns the kernel's p
 walks before it decides, with its band bound checked every 8 columns (as it is), every 4, 2 or 1.
 With --lanes, every candidate of the N reads is walked instead, and the columns that the filter
 over candidates (cl/prefilter.cl) pays with 2, 4 or 8 of a row's windows side by side, each group
-walking as long as its longest, are compared with the columns walked.
+walking as long as its longest, are compared with the columns walked. With --orders, every
+candidate is walked both ways (the read's first 64 bases forward, its last 64 backward, as the
+filter's two tests do), and the columns paid testing forward first (as the filter does) are
+compared with backward first, and with the cheaper order chosen for each row or each window.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import sys
 
@@ -123,6 +127,36 @@ def print_lanes(windows: Windows) -> None:
         print(f"{lanes} lanes: {paid / walked.sum():.2f}x the columns walked")
 
 
+def mirrored(windows: Windows) -> Windows:
+    """The same windows with the reads and the genome reversed: walking it forward walks the
+    original backward from each window's end with the read's last bases."""
+    mirror = copy.copy(windows)
+    mirror.codes = windows.codes.copy()
+    for r in np.unique(windows.row):
+        n = int(windows.length[np.searchsorted(windows.row, r)])
+        mirror.codes[r, :n] = windows.codes[r, n - 1::-1]
+    mirror.genome = np.ascontiguousarray(windows.genome[::-1])
+    mirror.w, mirror.e = windows.genome.size - windows.e, windows.genome.size - windows.w
+    return mirror
+
+
+def print_orders(windows: Windows) -> None:
+    """Columns paid with the forward test first, then the backward test on what it keeps, against
+    the other order and the cheaper one of each row and of each window."""
+    every = np.arange(windows.row.size)
+    forward_rejects, forward = windows.walk(every, 64, 8)
+    backward_rejects, backward = mirrored(windows).walk(every, 64, 8)
+    forward_first = forward + np.where(forward_rejects, 0, backward)
+    backward_first = backward + np.where(backward_rejects, 0, forward)
+    bounds = np.r_[0, np.flatnonzero(np.diff(windows.row)) + 1, windows.row.size]
+    by_row = sum(min(forward_first[a:b].sum(), backward_first[a:b].sum()) for a, b in zip(bounds[:-1], bounds[1:]))
+    paid = forward_first.sum()
+    print(f"{windows.row.size:,} candidates; forward rejects {forward_rejects.mean():.1%}, backward "
+          f"{backward_rejects.mean():.1%}; forward first {paid:,} columns, backward first "
+          f"{backward_first.sum() / paid:.2f}x, the cheaper of each row {by_row / paid:.2f}x, of each window "
+          f"{np.minimum(forward_first, backward_first).sum() / paid:.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("index")
@@ -131,10 +165,14 @@ def main() -> None:
     parser.add_argument("-k", type=int, default=5)
     parser.add_argument("--sample", type=int, default=100_000)
     parser.add_argument("--lanes", action="store_true", help="the cost of lanes side by side, over every candidate")
+    parser.add_argument("--orders", action="store_true", help="the cost of each order of the two tests")
     args = parser.parse_args()
     windows = Windows(args.index, args.reads, args.n, args.k)
     if args.lanes:
         print_lanes(windows)
+    if args.orders:
+        print_orders(windows)
+    if args.lanes or args.orders:
         return
     rng = np.random.default_rng(1)
     sample = np.sort(rng.choice(windows.row.size, min(windows.row.size, args.sample), replace=False))
