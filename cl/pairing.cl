@@ -33,7 +33,6 @@
 #define STATUS_HOST 4
 #define STATUS_HEAVY 8
 
-#define HEAVY_GROUP 64  /* work-items of pair_heavy's work-group (marose/pairing.py's) */
 #define RANK_BITS 24    /* a locus's rank among its mate's in pair_heavy's keys */
 
 /* A locus's place on its contig. */
@@ -161,27 +160,27 @@ __kernel void pair_loci(uint n_pairs, __global const uint *mate1, __global const
            pair_mapq, layout);
 }
 
-/* pair_loci's work for the pairs it left heavy (listed, n_listed of them), a work-group of
- * HEAVY_GROUP work-items each: an item takes every HEAVY_GROUP-th mate-1 locus against all
- * mate-2 loci, and the group merges what its items saw. */
-__kernel __attribute__((reqd_work_group_size(HEAVY_GROUP, 1, 1)))
-void pair_heavy(uint n_listed, __global const uint *listed, uint n_pairs, __global const uint *mate1,
-                __global const uint *mate2, __global const uint *first, __global const uint *row,
-                __global const uint *end, __global const uchar *dist, __global const uint *contig,
-                __global const uint *contig_start, __global const uint *start, __global const uint *mapq,
-                uint orientation, int low, int high, uint rescue, uint max_hits, uint xa,
-                __global int *primary1, __global int *primary2, __global uint *pair_mapq, __global uint *layout)
+/* pair_loci's work for the pairs it left heavy (listed, n_listed of them), a work-group each, of
+ * a power of two work-items (marose/pairing.py's heavy_group) and as many of each local array:
+ * an item takes every group-th mate-1 locus against all mate-2 loci, and the group merges what
+ * its items saw. */
+__kernel void pair_heavy(uint n_listed, __global const uint *listed, uint n_pairs, __global const uint *mate1,
+                         __global const uint *mate2, __global const uint *first, __global const uint *row,
+                         __global const uint *end, __global const uchar *dist, __global const uint *contig,
+                         __global const uint *contig_start, __global const uint *start, __global const uint *mapq,
+                         uint orientation, int low, int high, uint rescue, uint max_hits, uint xa,
+                         __global int *primary1, __global int *primary2, __global uint *pair_mapq,
+                         __global uint *layout, __local uint *combos, __local uint *best, __local uint *second,
+                         __local ulong *key)
 {
-    __local uint combos[HEAVY_GROUP], best[HEAVY_GROUP], second[HEAVY_GROUP];
-    __local ulong key[HEAVY_GROUP];
-    uint g = get_group_id(0), item = get_local_id(0);
+    uint g = get_group_id(0), item = get_local_id(0), group = get_local_size(0);
     if (g >= n_listed)
         return;  /* the whole group */
     uint p = listed[g];
     uint f1 = first[mate1[p]], c1 = first[mate1[p] + 1u] - f1;
     uint f2 = first[mate2[p]], c2 = first[mate2[p] + 1u] - f2;
     Combos c = no_combos();
-    for (uint a = item; a < c1; a += HEAVY_GROUP) {
+    for (uint a = item; a < c1; a += group) {
         Place x = place_of(f1 + a, row, end, contig, contig_start, start);
         for (uint b = 0; b < c2; ++b)
             if (proper_pair(x, place_of(f2 + b, row, end, contig, contig_start, start), orientation, low, high))
@@ -192,7 +191,7 @@ void pair_heavy(uint n_listed, __global const uint *listed, uint n_pairs, __glob
     second[item] = c.second;
     key[item] = c.key;
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint step = HEAVY_GROUP / 2u; step > 0u; step /= 2u) {
+    for (uint step = group / 2u; step > 0u; step /= 2u) {
         if (item < step) {
             Combos x = {combos[item], best[item], second[item], key[item]};
             Combos y = {combos[item + step], best[item + step], second[item + step], key[item + step]};

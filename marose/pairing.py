@@ -2,8 +2,8 @@
 its records, laid out where the pair records kernel reads them. marose.pairs is the twin, and
 pairs on the host the few pairs the device leaves to it: with mate rescue, those without a proper
 pair; and those whose mates' loci make more than HEAVY_COMBINATIONS combinations, unless a GPU
-pairs them a work-group each (up to DEVICE_COMBINATIONS: repeats give pairs thousands of loci a
-mate, a GPU pairs such a pair in microseconds and the host in milliseconds)."""
+pairs them a work-group each (up to ITEM_COMBINATIONS a work-item: repeats give pairs thousands of
+loci a mate, a GPU pairs such a pair in microseconds and the host in milliseconds)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ from .sam import MAPQ_MAX_AMBIGUOUS, MAPQ_PER_EDIT, MAPQ_SECONDARY, MAPQ_UNIQUE,
 from .sam_records import PAIR_HIT, PAIR_RECORD
 
 HEAVY_COMBINATIONS = 4096  # a pair's combinations of loci beyond which a work-item does not pair it
-DEVICE_COMBINATIONS = 1 << 26  # beyond which the host pairs it (a work-group's items take 2^20 each)
-HEAVY_GROUP = 64  # cl/pairing.cl's: work-items a heavy pair
+ITEM_COMBINATIONS = 1 << 20  # a heavy pair's combinations a work-item of pair_heavy, beyond which the host pairs it
+GPU_HEAVY_GROUP = 1024  # pair_heavy's work-items a pair at most (heavy_group)
+CPU_HEAVY_GROUP = 64
 SWITCH = "MAROSE_HEAVY_PAIRS"  # "device" or "host": who pairs the heavy pairs, whatever the device (to test it)
 PROPER, BOTH_MAPPED, ON_HOST, HEAVY = 1, 2, 4, 8  # a pair's status bits (cl/pairing.cl's STATUS_)
 _MAPQ = (MAPQ_UNIQUE, MAPQ_MAX_AMBIGUOUS, MAPQ_PER_EDIT, MAPQ_SECONDARY)
@@ -78,6 +79,7 @@ class DevicePairing:
         self.mapq = device.to_device(np.array(_MAPQ, np.uint32))
         self.kernels = {name: device.kernel(PLAIN, name) for name in
                         ("pair_loci", "pair_heavy", "pair_table", "place_records", "place_uints", "pair_hits")}
+        self.heavy_group = heavy_group(device, self.kernels["pair_heavy"])
 
     def pair(self, batch: PairBatch, mapped, insert: InsertSize | None) -> DevicePaired:
         """The records of a batch (mapped: pair_driver.MappedPairs) paired with the insert size
@@ -91,7 +93,7 @@ class DevicePairing:
         paired = [d.empty(4 * n) for _ in range(3)] + [d.empty(16 * n)]  # primary1, primary2, pair_mapq, layout
         orientation, low, high = (insert.orientation, insert.low, insert.high) if insert else (0, 1, 0)
         rules = (self.mapq, np.uint32(orientation), np.int32(low), np.int32(high))
-        most = DEVICE_COMBINATIONS if self.heavy_on_device else HEAVY_COMBINATIONS
+        most = self.heavy_group * ITEM_COMBINATIONS if self.heavy_on_device else HEAVY_COMBINATIONS
         settling = (np.uint32(self.rescue is not None and insert is not None), np.uint32(self.max_hits),
                     np.uint32(self.xa), *paired)
         d.launch(self.kernels["pair_loci"], groups(n, 64), None, np.uint32(n), *mates, *located, *rules,
@@ -99,8 +101,10 @@ class DevicePairing:
         status, n_records, n_xa1, n_xa2 = d.read(paired[-1], np.uint32, 4 * n).reshape(4, n)
         heavy = np.flatnonzero(status & HEAVY)
         if heavy.size:
-            d.launch(self.kernels["pair_heavy"], (heavy.size * HEAVY_GROUP,), (HEAVY_GROUP,), np.uint32(heavy.size),
-                     d.to_device(heavy.astype(np.uint32)), np.uint32(n), *mates, *located, *rules, *settling)
+            group = self.heavy_group
+            merging = [d.cl.LocalMemory(size * group) for size in (4, 4, 4, 8)]
+            d.launch(self.kernels["pair_heavy"], (heavy.size * group,), (group,), np.uint32(heavy.size),
+                     d.to_device(heavy.astype(np.uint32)), np.uint32(n), *mates, *located, *rules, *settling, *merging)
             status = d.read(paired[-1], np.uint32, n)
         on_host = np.flatnonzero(status & ON_HOST)
         host = _HostPairs(batch, mapped, insert, on_host, self) if on_host.size else None
@@ -142,6 +146,20 @@ class DevicePairing:
             d = self.device
             d.launch(self.kernels[kernel], groups(at.size, 64), None, np.uint32(at.size),
                      d.to_device(at.astype(np.uint32)), d.to_device(given), out)
+
+
+def heavy_group(device: Device, kernel) -> int:
+    """pair_heavy's work-items a pair on this device: a CPU's run in turn; a GPU's share the
+    combinations of a pair whose mates repeats give thousands of loci, and its heaviest pairs
+    set the kernel's time (300,000 pairs against the 121 Mbp three-Arabidopsis reference on the
+    H200: pair_heavy 1.1 s with 64 items and pairs of up to 2^26 combinations, 0.48 s with 1,024
+    and up to 2^30, the host's pairing of the heavier ones gone). The largest power of two the
+    kernel allows, up to GPU_HEAVY_GROUP."""
+    if device.is_cpu:
+        return CPU_HEAVY_GROUP
+    most = min(GPU_HEAVY_GROUP, kernel.get_work_group_info(device.cl.kernel_work_group_info.WORK_GROUP_SIZE,
+                                                          device.device))
+    return 1 << (most.bit_length() - 1)
 
 
 def _device_counts(status: np.ndarray) -> PairCounts:

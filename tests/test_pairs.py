@@ -626,21 +626,24 @@ def mapped_batch(index_path, lambda_pairs, tmp_path, device):
     return mapper, batch, map_pairs(mapper, batch)
 
 
-@pytest.mark.parametrize("max_hits, xa, heavy, rescue, insert, heavy_on_device", [
-    (100, False, 4096, 2 * K, "300,30", False), (2, False, 1, 2 * K, "300,30", False),
-    (3, True, 4096, 2 * K, "300,30", False), (100, True, 1, 2 * K, "300,30", False),
-    (100, False, 1, 0, "300,30", False), (2, False, 4096, 2 * K, None, False),
-    (2, False, 1, 2 * K, "300,30", True), (100, True, 1, 2 * K, "300,30", True), (100, False, 1, 0, "300,30", True)])
+@pytest.mark.parametrize("max_hits, xa, heavy, rescue, insert, heavy_on_device, group", [
+    (100, False, 4096, 2 * K, "300,30", False, 64), (2, False, 1, 2 * K, "300,30", False, 64),
+    (3, True, 4096, 2 * K, "300,30", False, 64), (100, True, 1, 2 * K, "300,30", False, 64),
+    (100, False, 1, 0, "300,30", False, 64), (2, False, 4096, 2 * K, None, False, 64),
+    (2, False, 1, 2 * K, "300,30", True, 64), (100, True, 1, 2 * K, "300,30", True, 64),
+    (100, False, 1, 0, "300,30", True, 64), (2, False, 1, 2 * K, "300,30", True, 1),
+    (100, False, 1, 0, "300,30", True, 1024)])
 def test_pairing_on_the_device_equals_its_numpy_twin(lambda_pairs, tmp_path, device, monkeypatch, max_hits, xa,
-                                                    heavy, rescue, insert, heavy_on_device):
+                                                    heavy, rescue, insert, heavy_on_device, group):
     # heavy 1: every pair of two combinations or more is heavy, paired on the host or (heavy_on_device) by
-    # pair_heavy, a work-group a pair
+    # pair_heavy, a work-group of group items a pair (a GPU's are up to 1,024)
     from marose import pairing
     from marose.pair_driver import pair_batch
     from marose.rescue import MateRescue
     from marose.sam_records import PAIR_HIT
 
     monkeypatch.setattr(pairing, "HEAVY_COMBINATIONS", heavy)
+    monkeypatch.setattr(pairing, "CPU_HEAVY_GROUP", group)
     mapper, batch, mapped = mapped_batch(lambda_pairs[1], lambda_pairs, tmp_path, device)
     insert = pairs.given_insert(insert) if insert else None
     mate_rescue = MateRescue(mapper, rescue) if rescue else None
