@@ -160,10 +160,58 @@ __kernel void pair_loci(uint n_pairs, __global const uint *mate1, __global const
            pair_mapq, layout);
 }
 
+/* A locus's run among its read's loci: its distance, then its strand (cl/loci.cl's best_loci
+ * writes a read's loci so, each run by end). */
+inline uint run_of(uint h, __global const uint *row, __global const uchar *dist)
+{
+    return 2u * dist[h] + (row[h] & 1u);
+}
+
+/* The first of loci [lo, hi) (of one read) past run r. */
+inline uint run_end(uint lo, uint hi, uint r, __global const uint *row, __global const uchar *dist)
+{
+    while (lo < hi) {
+        uint mid = lo + (hi - lo) / 2u;
+        if (run_of(mid, row, dist) <= r)
+            lo = mid + 1u;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The first of loci [lo, hi) (of one run) whose end is at least least. */
+inline uint first_end(uint lo, uint hi, long least, __global const uint *end)
+{
+    while (lo < hi) {
+        uint mid = lo + (hi - lo) / 2u;
+        if ((long)end[mid] < least)
+            lo = mid + 1u;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The largest of the group's values of v (each item's in v[item]), in v[0]. */
+inline void group_max(__local uint *v, uint item, uint group)
+{
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint step = group / 2u; step > 0u; step /= 2u) {
+        if (item < step)
+            v[item] = max(v[item], v[item + step]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
 /* pair_loci's work for the pairs it left heavy (listed, n_listed of them), a work-group each, of
  * a power of two work-items (marose/pairing.py's heavy_group) and as many of each local array:
- * an item takes every group-th mate-1 locus against all mate-2 loci, and the group merges what
- * its items saw. */
+ * an item takes every group-th mate-1 locus, and the group merges what its items saw. A mate-1
+ * locus meets only the mate-2 loci of each run whose ends lie where a proper partner's can: 5'
+ * ends at most high apart, an alignment at most the longest of mate 2's long; the group first
+ * checks that the loci are by run and each run by end, else each mate-1 locus meets every mate-2
+ * locus. The loci are met in their order, as pair_loci meets them, so that the first combination
+ * of least score is the same. */
 __kernel void pair_heavy(uint n_listed, __global const uint *listed, uint n_pairs, __global const uint *mate1,
                          __global const uint *mate2, __global const uint *first, __global const uint *row,
                          __global const uint *end, __global const uchar *dist, __global const uint *contig,
@@ -179,12 +227,32 @@ __kernel void pair_heavy(uint n_listed, __global const uint *listed, uint n_pair
     uint p = listed[g];
     uint f1 = first[mate1[p]], c1 = first[mate1[p] + 1u] - f1;
     uint f2 = first[mate2[p]], c2 = first[mate2[p] + 1u] - f2;
+    uint unsorted = 0u, longest = 0u;
+    for (uint h = f2 + item; h < f2 + c2; h += group) {
+        longest = max(longest, end[h] - start[h] + 1u);
+        uint r = run_of(h, row, dist), next = h + 1u < f2 + c2 ? run_of(h + 1u, row, dist) : UINT_MAX;
+        if (r > next || (r == next && end[h] > end[h + 1u]))
+            unsorted = 1u;
+    }
+    combos[item] = unsorted;
+    best[item] = longest;
+    group_max(combos, item, group);
+    group_max(best, item, group);
+    unsorted = combos[0];
+    longest = best[0];
+    barrier(CLK_LOCAL_MEM_FENCE);  /* every item has read them before they are written again */
     Combos c = no_combos();
     for (uint a = item; a < c1; a += group) {
         Place x = place_of(f1 + a, row, end, contig, contig_start, start);
-        for (uint b = 0; b < c2; ++b)
-            if (proper_pair(x, place_of(f2 + b, row, end, contig, contig_start, start), orientation, low, high))
-                add_combo(&c, (uint)dist[f1 + a] + dist[f2 + b], a, b);
+        long five = x.five + (long)contig_start[x.contig];
+        for (uint h = f2, last = f2 + c2; h < last;) {
+            uint stop = unsorted ? last : run_end(h, last, run_of(h, row, dist), row, dist);
+            for (h = unsorted ? h : first_end(h, stop, five - high - 1, end);
+                 h < stop && (unsorted || (long)end[h] <= five + high + (long)longest); ++h)
+                if (proper_pair(x, place_of(h, row, end, contig, contig_start, start), orientation, low, high))
+                    add_combo(&c, (uint)dist[f1 + a] + dist[h], a, h - f2);
+            h = stop;
+        }
     }
     combos[item] = c.combos;
     best[item] = c.best;

@@ -505,6 +505,38 @@ def test_proper_combinations_are_every_combination_the_rules_call_proper(orienta
     assert pairs.proper_combinations(mate1, mate2, none, offsets)[0].size == 0
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_heavy_pairs_meet_the_loci_in_any_order_as_the_twin_does(lambda_pairs, tmp_path, device, monkeypatch,
+                                                                 reverse):
+    # pair_heavy looks up a mate's loci by run (distance, strand) and end, the order best_loci
+    # writes them in; with each read's loci reversed it meets every locus instead
+    from marose import pairing
+    from marose.pair_driver import pair_batch
+
+    monkeypatch.setattr(pairing, "HEAVY_COMBINATIONS", 1)
+    mapper, batch, mapped = mapped_batch(lambda_pairs[1], lambda_pairs, tmp_path, device)
+    hits, first = mapped.hits, mapped.hits.loci.first.astype(np.int64)
+    columns = [(hits.loci.row, np.uint32), (hits.loci.end, np.uint32), (hits.loci.dist, np.uint8),
+               (hits.contig, np.uint32), (hits.traced.start, np.uint32)]
+    row, end, dist = (device.read(buffer, dtype, int(first[-1])).astype(np.int64) for buffer, dtype in columns[:3])
+    read = np.repeat(np.arange(first.size - 1), np.diff(first))
+    assert np.all(np.diff(np.lexsort((end, 2 * dist + row % 2, read))) == 1)  # best_loci's order
+    if reverse:
+        order = first[read] + first[read + 1] - 1 - np.arange(read.size)
+        for buffer, dtype in columns:
+            values = device.read(buffer, dtype, int(first[-1]))[order]
+            device.cl.enqueue_copy(device.queue, buffer, np.ascontiguousarray(values), is_blocking=True)
+    insert = pairs.given_insert("300,30")
+    paired = pairing.DevicePairing(device, mapper.contig_offsets, 100, False, None, True).pair(batch, mapped, insert)
+    want = pair_batch(batch, mapped, insert, mapper.contig_offsets, 100, False, None)
+    records = paired.table.read(device)[0]
+    for name in pairs.Records.__dataclass_fields__:
+        assert np.array_equal(getattr(records, name), getattr(want.records, name)), name
+    loci_of = np.diff(first)
+    assert np.count_nonzero(loci_of[batch.mate1] * loci_of[batch.mate2] > 1) > 10
+    assert want.counts.proper > 0
+
+
 def test_too_few_unique_pairs_leave_every_pair_improper_with_a_warning(lambda_pairs, tmp_path, capsys):
     fasta, index, ref, first, second, fq1, fq2 = lambda_pairs
     r1, r2 = tmp_path / "r1.fq", tmp_path / "r2.fq"
@@ -643,7 +675,7 @@ def test_pairing_on_the_device_equals_its_numpy_twin(lambda_pairs, tmp_path, dev
     from marose.sam_records import PAIR_HIT
 
     monkeypatch.setattr(pairing, "HEAVY_COMBINATIONS", heavy)
-    monkeypatch.setattr(pairing, "CPU_HEAVY_GROUP", group)
+    monkeypatch.setattr(pairing, "HEAVY_GROUP", group)
     mapper, batch, mapped = mapped_batch(lambda_pairs[1], lambda_pairs, tmp_path, device)
     insert = pairs.given_insert(insert) if insert else None
     mate_rescue = MateRescue(mapper, rescue) if rescue else None
