@@ -16,6 +16,9 @@
 #   scripts/human_size_round.sh against DIR [N]   # 3.1 Gbp: this checkout against the one in DIR (its marose/,
 #                                                 # indexer/, cl/): --stats of the first 200,000 of N 100 bp reads
 #                                                 # (1M) with each, then versus.py --rounds 2 on all N
+#   scripts/human_size_round.sh pairs DIR [N]     # 3.1 Gbp: N pairs of 2 x 100 bp (20,000; fragments of 300,
+#                                                 # -I 300,30), this checkout against DIR: --stats with each, then
+#                                                 # versus.py --rounds 2
 #
 # Needs bench/h/arabidopsis_3sp.fa.gz (scripts/fetch_genomes.sh --big) and pyopencl, mmh3 and
 # pysam importable (for the device machine: ../shared/tools/gpu-wheels.sh's wheels in .whl/).
@@ -126,6 +129,26 @@ against)
         --output $h/ob.sam "env PYTHONPATH=$other:${PYTHONPATH:-} python3 -m marose.cli map -q -x $h/human_size.fa $r100 -k 5 -o $h/ob.sam" \
         --output $h/oa.sam "env PYTHONPATH=$OLDPWD:${PYTHONPATH:-} python3 -m marose.cli map -q -x $h/human_size.fa $r100 -k 5 -o $h/oa.sam"
     cmp <(grep -v '^@PG' $h/ob.sam) <(grep -v '^@PG' $h/oa.sam) && echo "the same SAM"
+    ;;
+pairs)
+    other=$(cd "${2:?checkout}" && pwd) h=$(cd $h && pwd)
+    n=${3:-20000}
+    p1=$h/p1_$n.fq p2=$h/p2_$n.fq
+    [ -e $p2 ] || python3 scripts/simulate_reads.py $h/human_size.fa $p1 --mate2 $p2 --n $n --max-edits 4 --seed 12
+    head -n 4000 $p1 > $h/p1_1k.fq
+    head -n 4000 $p2 > $h/p2_1k.fq
+    for root in $other $PWD; do
+        in_root="env PYTHONPATH=$root:${PYTHONPATH:-} python3 -m marose.cli map -q -x $h/human_size.fa"
+        $in_root $h/p1_1k.fq $h/p2_1k.fq -k 5 -I 300,30 -o /dev/null  # programs built, untimed
+        (cd $h && python3 $OLDPWD/scripts/peak_memory.py -o $h/runs.jsonl -- \
+            $in_root $p1 $p2 -k 5 -I 300,30 -o $h/op.sam --stats $h/sp.json)
+        lookups $h/sp.json
+    done
+    cd $h  # python -m would import the checkout of the current folder
+    python3 $OLDPWD/scripts/versus.py --rounds 2 \
+        --output $h/pb.sam "env PYTHONPATH=$other:${PYTHONPATH:-} python3 -m marose.cli map -q -x $h/human_size.fa $p1 $p2 -k 5 -I 300,30 -o $h/pb.sam" \
+        --output $h/pa.sam "env PYTHONPATH=$OLDPWD:${PYTHONPATH:-} python3 -m marose.cli map -q -x $h/human_size.fa $p1 $p2 -k 5 -I 300,30 -o $h/pa.sam"
+    cmp <(grep -v '^@PG' $h/pb.sam) <(grep -v '^@PG' $h/pa.sam) && echo "the same SAM"
     ;;
 *)
     echo "unknown stage $1" >&2

@@ -3,6 +3,7 @@
 
     scripts/simulate_reads.py GENOME.fa OUT.fq --n 100000 --length 40 --subs 3        # the H3 protocol
     scripts/simulate_reads.py GENOME.fa OUT.fq --n 100000 --length 100 --max-edits 4  # subs and indels
+    scripts/simulate_reads.py GENOME.fa R1.fq --mate2 R2.fq --fragment 300 --max-edits 4  # pairs, FR
 
 Reads come from random positions of random contigs (weighted by length) on a
 random strand; windows holding N are drawn again. --subs places exactly that many
@@ -73,12 +74,29 @@ def main() -> None:
     parser.add_argument("--subs", type=int, default=0, help="exactly this many substitutions per read")
     parser.add_argument("--max-edits", type=int, default=0, help="0..N substitutions and indels per read")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--mate2", metavar="FQ", help="pairs: out gets mate 1 and FQ mate 2 (FR) of each fragment")
+    parser.add_argument("--fragment", type=int, default=300, help="with --mate2, the fragments' length")
     args = parser.parse_args()
     ref = read_fasta(args.genome)
     quality = "I" * args.length
+    if args.mate2:
+        write_pairs(ref, args, quality)
+        return
     with open(args.out, "w") as out:
         for name, seq in simulate(ref, args.n, args.length, args.subs, args.max_edits, args.seed):
             out.write(f"@{name}\n{seq}\n+\n{quality}\n")
+
+
+def write_pairs(ref, args, quality: str) -> None:
+    """Fragments of args.fragment bases, their edits as single reads get them, each read from
+    either strand: mate 1 its first args.length bases, mate 2 the reverse complement of its last."""
+    from marose.dna import encode
+
+    with open(args.out, "w") as one, open(args.mate2, "w") as two:
+        for name, seq in simulate(ref, args.n, args.fragment, args.subs, args.max_edits, args.seed):
+            mate2 = decode(reverse_complement(encode(seq[-args.length:])))
+            one.write(f"@{name}/1\n{seq[:args.length]}\n+\n{quality}\n")
+            two.write(f"@{name}/2\n{mate2}\n+\n{quality}\n")
 
 
 if __name__ == "__main__":
