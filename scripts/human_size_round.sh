@@ -31,6 +31,7 @@ device_env() { . scripts/device_env.sh; }  # in a function: sourced bare, it wou
 device_env
 h=${H:-bench/h}
 mkdir -p $h
+h=$(cd $h && pwd)
 run() { python3 scripts/peak_memory.py -o $h/runs.jsonl -- "$@"; }
 lookups() { python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print('lookups', s['lookups'], 'candidates', s['candidates'], 'loci', s['loci'], 'seconds', {k: round(v, 2) for k, v in s['seconds'].items()})" "$1"; }
 three=$h/arabidopsis_3sp.fa
@@ -41,6 +42,23 @@ make_reads() {  # [N]: N reads of each set (default 1M and 460,544) in $r100 and
         --max-edits 4 --seed 11 &
     [ -e $h3 ] || python3 scripts/simulate_reads.py $h/human_size.fa $h3 --n ${n:-460544} --length 40 --subs 3 --seed 11
     wait
+}
+
+against() {  # DIR TAG WARM STATS ALL: marose map's reads and options of each set, with the checkout in DIR
+    # (its marose/, indexer/, cl/) and with this one: WARM untimed (the programs built), STATS with
+    # --stats, then ALL by versus.py --rounds 2, and the two SAMs compared
+    local other repo=$PWD root in_root
+    other=$(cd "${1:?checkout}" && pwd)
+    for root in $other $repo; do
+        in_root="env PYTHONPATH=$root:${PYTHONPATH:-} python3 -m marose.cli map -q -x $h/human_size.fa"
+        $in_root $3 -o /dev/null
+        (cd $h && $in_root $4 -o $h/${2}s.sam --stats $h/${2}s.json)  # python -m would import the checkout of the current folder
+        lookups $h/${2}s.json
+    done
+    (cd $h && python3 $repo/scripts/versus.py --rounds 2 \
+        --output $h/${2}b.sam "env PYTHONPATH=$other:${PYTHONPATH:-} python3 -m marose.cli map -q -x $h/human_size.fa $5 -o $h/${2}b.sam" \
+        --output $h/${2}a.sam "env PYTHONPATH=$repo:${PYTHONPATH:-} python3 -m marose.cli map -q -x $h/human_size.fa $5 -o $h/${2}a.sam")
+    cmp <(grep -v '^@PG' $h/${2}b.sam) <(grep -v '^@PG' $h/${2}a.sam) && echo "the same SAM"
 }
 
 case ${1:?stage} in
@@ -114,41 +132,18 @@ print(sys.argv[1], true_locus(sys.argv[2], int(sys.argv[3]), 5))" $sam $h/$sam.s
     done
     ;;
 against)
-    other=$(cd "${2:?checkout}" && pwd) h=$(cd $h && pwd)
     make_reads "${3:-}"
     head -n 800000 $r100 > $h/r200k.fq
     head -n 4000 $r100 > $h/r1k.fq
-    for root in $other $PWD; do
-        in_root="env PYTHONPATH=$root:${PYTHONPATH:-} python3 -m marose.cli map -q -x $h/human_size.fa"
-        $in_root $h/r1k.fq -k 5 -o /dev/null  # programs built, untimed
-        (cd $h && $in_root $h/r200k.fq -k 5 -o $h/o200.sam --stats $h/s200.json)
-        lookups $h/s200.json
-    done
-    cd $h  # python -m would import the checkout of the current folder
-    python3 $OLDPWD/scripts/versus.py --rounds 2 \
-        --output $h/ob.sam "env PYTHONPATH=$other:${PYTHONPATH:-} python3 -m marose.cli map -q -x $h/human_size.fa $r100 -k 5 -o $h/ob.sam" \
-        --output $h/oa.sam "env PYTHONPATH=$OLDPWD:${PYTHONPATH:-} python3 -m marose.cli map -q -x $h/human_size.fa $r100 -k 5 -o $h/oa.sam"
-    cmp <(grep -v '^@PG' $h/ob.sam) <(grep -v '^@PG' $h/oa.sam) && echo "the same SAM"
+    against "$2" o "$h/r1k.fq -k 5" "$h/r200k.fq -k 5" "$r100 -k 5"
     ;;
 pairs)
-    other=$(cd "${2:?checkout}" && pwd) h=$(cd $h && pwd)
     n=${3:-20000}
     p1=$h/p1_$n.fq p2=$h/p2_$n.fq
     [ -e $p2 ] || python3 scripts/simulate_reads.py $h/human_size.fa $p1 --mate2 $p2 --n $n --max-edits 4 --seed 12
     head -n 4000 $p1 > $h/p1_1k.fq
     head -n 4000 $p2 > $h/p2_1k.fq
-    for root in $other $PWD; do
-        in_root="env PYTHONPATH=$root:${PYTHONPATH:-} python3 -m marose.cli map -q -x $h/human_size.fa"
-        $in_root $h/p1_1k.fq $h/p2_1k.fq -k 5 -I 300,30 -o /dev/null  # programs built, untimed
-        (cd $h && python3 $OLDPWD/scripts/peak_memory.py -o $h/runs.jsonl -- \
-            $in_root $p1 $p2 -k 5 -I 300,30 -o $h/op.sam --stats $h/sp.json)
-        lookups $h/sp.json
-    done
-    cd $h  # python -m would import the checkout of the current folder
-    python3 $OLDPWD/scripts/versus.py --rounds 2 \
-        --output $h/pb.sam "env PYTHONPATH=$other:${PYTHONPATH:-} python3 -m marose.cli map -q -x $h/human_size.fa $p1 $p2 -k 5 -I 300,30 -o $h/pb.sam" \
-        --output $h/pa.sam "env PYTHONPATH=$OLDPWD:${PYTHONPATH:-} python3 -m marose.cli map -q -x $h/human_size.fa $p1 $p2 -k 5 -I 300,30 -o $h/pa.sam"
-    cmp <(grep -v '^@PG' $h/pb.sam) <(grep -v '^@PG' $h/pa.sam) && echo "the same SAM"
+    against "$2" p "$h/p1_1k.fq $h/p2_1k.fq -k 5 -I 300,30" "$p1 $p2 -k 5 -I 300,30" "$p1 $p2 -k 5 -I 300,30"
     ;;
 *)
     echo "unknown stage $1" >&2
