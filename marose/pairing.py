@@ -150,9 +150,9 @@ class DevicePairing:
 
 def heavy_group(device: Device, kernel) -> int:
     """pair_heavy's work-items a pair on this device: the largest power of two the kernel allows,
-    up to HEAVY_GROUP. A GPU's share the combinations of a pair whose mates repeats give
-    thousands of loci, and its heaviest pairs set the kernel's time; and a pair of more than
-    ITEM_COMBINATIONS a work-item goes to the host."""
+    up to HEAVY_GROUP. On a GPU they share the loci of a pair whose mates repeats give thousands
+    each, and the heaviest pairs set the kernel's time; a pair of more than ITEM_COMBINATIONS
+    combinations a work-item goes to the host."""
     most = min(HEAVY_GROUP, kernel.get_work_group_info(device.cl.kernel_work_group_info.WORK_GROUP_SIZE,
                                                       device.device))
     return 1 << (most.bit_length() - 1)
