@@ -10,21 +10,60 @@
  * A work-item per read walks its tasks with loci once for each distance, until the kept ones are
  * written: no scratch memory, and most reads have a few loci. A read of many candidates has
  * many tasks (one per SLICE candidates), most of them without loci, which it no longer visits.
+ * When every locus is kept (all: pairs keep them for pairing) and k < DIST_BINS, it walks them
+ * twice instead: once to count each distance's, once to write each where its distance's start.
  * Needs search.cl. */
 
 #define RERUN 0x80000000u
+#define DIST_BINS 16
+
+/* Read r's loci in order (a strand's tasks with loci, each task's loci), each given to
+ * VISIT(strand, end, dist). */
+#define FOR_EACH_LOCUS(VISIT)                                                                      \
+    for (uint strand = 0; strand < 2u; ++strand)                                                   \
+        for (uint t = strand ? reverse : first; t < (strand ? last : reverse) && found[t]; ++t) {  \
+            uint at = src[t] & ~RERUN;                                                             \
+            __global const uint *end = (src[t] & RERUN ? rerun_ends : ends) + at;                  \
+            __global const uchar *dist = (src[t] & RERUN ? rerun_dists : dists) + at;              \
+            for (uint j = 0; j < found[t]; ++j)                                                    \
+                VISIT(strand, end[j], dist[j]);                                                    \
+        }
 
 __kernel void best_loci(__global const uint *task_base, __global const uint *src,
                         __global const uint *found, __global const uint *ends,
                         __global const uint *rerun_ends, __global const uchar *dists,
                         __global const uchar *rerun_dists, __global const uint *out_base, uint n_reads,
-                        uint k, __global uint *out_row, __global uint *out_end, __global uchar *out_dist)
+                        uint k, uint all, __global uint *out_row, __global uint *out_end,
+                        __global uchar *out_dist)
 {
     uint r = get_global_id(0);
     if (r >= n_reads)
         return;
     uint first = task_base[2 * r], reverse = task_base[2 * r + 1], last = task_base[2 * r + 2];
     uint slot = out_base[r], limit = out_base[r + 1];
+    if (all && k < DIST_BINS) {
+        uint at_dist[DIST_BINS];
+        for (uint d = 0; d <= k; ++d)
+            at_dist[d] = 0u;
+#define COUNT_LOCUS(strand, e, d) ++at_dist[d]
+        FOR_EACH_LOCUS(COUNT_LOCUS);
+#undef COUNT_LOCUS
+        for (uint d = 0; d <= k; ++d) {  /* each distance's first slot */
+            uint n = at_dist[d];
+            at_dist[d] = slot;
+            slot += n;
+        }
+#define PUT_LOCUS(strand, e, d)        \
+    do {                               \
+        uint s = at_dist[d]++;         \
+        out_row[s] = 2 * r + (strand); \
+        out_end[s] = (e);              \
+        out_dist[s] = (d);             \
+    } while (0)
+        FOR_EACH_LOCUS(PUT_LOCUS);
+#undef PUT_LOCUS
+        return;
+    }
     for (uint d = 0; d <= k && slot < limit; ++d)
         for (uint strand = 0; strand < 2u; ++strand) {
             uint stop = strand ? last : reverse;

@@ -463,7 +463,7 @@ def best_loci_on_device(device: Device, loci: RowLoci, n_reads: int, k: int, max
     if total:
         device.launch(device.kernel(PLAIN, "best_loci"), groups(n_reads, 64), None, loci.task_base_on(device),
                       loci.src, loci.found, *loci.ends, *loci.dists, first_buffer, np.uint32(n_reads),
-                      np.uint32(k), row, end, dist)
+                      np.uint32(k), np.uint32(max_hits is None), row, end, dist)
     return DeviceLoci(n_loci, first, row, end, dist, first_buffer)
 
 

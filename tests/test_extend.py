@@ -306,7 +306,7 @@ def expected_best(row: np.ndarray, end: np.ndarray, dist: np.ndarray, n_reads: i
     return n_loci, row[order], end[order], dist[order]
 
 
-@pytest.mark.parametrize("k", [0, 3, 8])
+@pytest.mark.parametrize("k", [0, 3, 8, 20])
 @pytest.mark.parametrize("max_hits", [None, 1, 3])
 def test_best_loci_equal_a_stable_sort(device, k: int, max_hits) -> None:
     """Tasks of random rows (some reads without any, a read with many tasks) whose loci lie in
