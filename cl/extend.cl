@@ -221,6 +221,31 @@ inline uint window_end(__global const uint *run, uint i, uint length, uint k, ui
     return min(contig_end, run[i] + length + k);
 }
 
+/* An end e within k (score) of the window whose last candidate is merged, on contig c: it
+ * extends the open locus when next to it, else closes that locus and opens one, owned by the
+ * first window (from *owner on) that holds e. */
+inline void take_end(locus_t *locus, uint *owner, uint e, uint score, uint c, uint merged, __global const uint *run,
+                     uint length, uint k, uint contig_end, uint first, uint last, uint *n, uint capacity,
+                     __global uint *ends, __global uchar *dists)
+{
+    if (locus->open && e == locus->last + 1u && c == locus->contig) {
+        locus->last = e;
+        if (score <= locus->best_d) {
+            locus->best_d = score;
+            locus->best_end = e;
+        }
+        return;
+    }
+    close_locus(locus, first, last, n, capacity, ends, dists);
+    while (*owner < merged && e >= window_end(run, *owner, length, k, contig_end))
+        ++*owner;
+    locus->open = 1u;
+    locus->last = locus->best_end = e;
+    locus->best_d = score;
+    locus->contig = c;
+    locus->owner = *owner;
+}
+
 /* What aligning the window [window, end) in row_loci does to the loci, from the n ends within k
  * (end_at, less window, and dist_at) that the window's alignment found before column b, where
  * the score can no longer fall to k (end when it never does; cl/kept_windows.cl). Columns before
@@ -236,23 +261,8 @@ inline void replay_window(locus_t *locus, uint *owner, uint window, uint end, ui
         uint e = window + end_at[j], score = dist_at[j];
         if (e < covered)
             continue;
-        next = e + 1u;  /* a column skipped before e closed the locus, as the branch below does */
-        if (locus->open && e == locus->last + 1u && c == locus->contig) {
-            locus->last = e;
-            if (score <= locus->best_d) {
-                locus->best_d = score;
-                locus->best_end = e;
-            }
-            continue;
-        }
-        close_locus(locus, first, last, n, capacity, ends, dists);
-        while (*owner < merged && e >= window_end(run, *owner, length, k, contig_end))
-            ++*owner;
-        locus->open = 1u;
-        locus->last = locus->best_end = e;
-        locus->best_d = score;
-        locus->contig = c;
-        locus->owner = *owner;
+        next = e + 1u;  /* a column skipped before e closed the locus, as take_end does */
+        take_end(locus, owner, e, score, c, merged, run, length, k, contig_end, first, last, n, capacity, ends, dists);
     }
     if (next < b || (b < end && end > covered))
         close_locus(locus, first, last, n, capacity, ends, dists);
@@ -345,22 +355,8 @@ __kernel void row_loci(__global const uchar *read_codes, __global const uint *re
                 close_locus(&locus, first, last, &n, capacity, ends, dists);
                 continue;
             }
-            if (locus.open && e == locus.last + 1u && c == locus.contig) {
-                locus.last = e;
-                if ((uint)score <= locus.best_d) {
-                    locus.best_d = (uint)score;
-                    locus.best_end = e;
-                }
-                continue;
-            }
-            close_locus(&locus, first, last, &n, capacity, ends, dists);
-            while (owner < merged && e >= window_end(run, owner, length, k, contig_start[c + 1]))
-                ++owner;
-            locus.open = 1u;
-            locus.last = locus.best_end = e;
-            locus.best_d = (uint)score;
-            locus.contig = c;
-            locus.owner = owner;
+            take_end(&locus, &owner, e, (uint)score, c, merged, run, length, k, contig_start[c + 1], first, last, &n,
+                     capacity, ends, dists);
         }
         covered = max(covered, end);
         i = merged;
