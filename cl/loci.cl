@@ -18,15 +18,15 @@
 #define DIST_BINS 16
 
 /* Read r's loci in order (a strand's tasks with loci, each task's loci), each given to
- * VISIT(strand, end, dist). */
-#define FOR_EACH_LOCUS(VISIT)                                                                      \
-    for (uint strand = 0; strand < 2u; ++strand)                                                   \
-        for (uint t = strand ? reverse : first; t < (strand ? last : reverse) && found[t]; ++t) {  \
-            uint at = src[t] & ~RERUN;                                                             \
-            __global const uint *end = (src[t] & RERUN ? rerun_ends : ends) + at;                  \
-            __global const uchar *dist = (src[t] & RERUN ? rerun_dists : dists) + at;              \
-            for (uint j = 0; j < found[t]; ++j)                                                    \
-                VISIT(strand, end[j], dist[j]);                                                    \
+ * VISIT(strand, end, dist) while GOING holds. */
+#define FOR_EACH_LOCUS(VISIT, GOING)                                                                          \
+    for (uint strand = 0; strand < 2u; ++strand)                                                              \
+        for (uint t = strand ? reverse : first; t < (strand ? last : reverse) && found[t] && (GOING); ++t) {  \
+            uint at = src[t] & ~RERUN;                                                                        \
+            __global const uint *end = (src[t] & RERUN ? rerun_ends : ends) + at;                             \
+            __global const uchar *dist = (src[t] & RERUN ? rerun_dists : dists) + at;                         \
+            for (uint j = 0; j < found[t] && (GOING); ++j)                                                    \
+                VISIT(strand, end[j], dist[j]);                                                               \
         }
 
 __kernel void best_loci(__global const uint *task_base, __global const uint *src,
@@ -46,7 +46,7 @@ __kernel void best_loci(__global const uint *task_base, __global const uint *src
         for (uint d = 0; d <= k; ++d)
             at_dist[d] = 0u;
 #define COUNT_LOCUS(strand, e, d) ++at_dist[d]
-        FOR_EACH_LOCUS(COUNT_LOCUS);
+        FOR_EACH_LOCUS(COUNT_LOCUS, 1);
 #undef COUNT_LOCUS
         for (uint d = 0; d <= k; ++d) {  /* each distance's first slot */
             uint n = at_dist[d];
@@ -60,26 +60,23 @@ __kernel void best_loci(__global const uint *task_base, __global const uint *src
         out_end[s] = (e);              \
         out_dist[s] = (d);             \
     } while (0)
-        FOR_EACH_LOCUS(PUT_LOCUS);
+        FOR_EACH_LOCUS(PUT_LOCUS, 1);
 #undef PUT_LOCUS
         return;
     }
-    for (uint d = 0; d <= k && slot < limit; ++d)
-        for (uint strand = 0; strand < 2u; ++strand) {
-            uint stop = strand ? last : reverse;
-            for (uint t = strand ? reverse : first; t < stop && found[t] && slot < limit; ++t) {
-                uint at = src[t] & ~RERUN;
-                __global const uint *end = (src[t] & RERUN ? rerun_ends : ends) + at;
-                __global const uchar *dist = (src[t] & RERUN ? rerun_dists : dists) + at;
-                for (uint j = 0; j < found[t] && slot < limit; ++j)
-                    if (dist[j] == d) {
-                        out_row[slot] = 2 * r + strand;
-                        out_end[slot] = end[j];
-                        out_dist[slot] = (uchar)d;
-                        ++slot;
-                    }
-            }
-        }
+    for (uint d = 0; d <= k && slot < limit; ++d) {
+#define PUT_AT_D(strand, e, dj)               \
+    do {                                      \
+        if ((dj) == d) {                      \
+            out_row[slot] = 2 * r + (strand); \
+            out_end[slot] = (e);              \
+            out_dist[slot] = (uchar)d;        \
+            ++slot;                           \
+        }                                     \
+    } while (0)
+        FOR_EACH_LOCUS(PUT_AT_D, slot < limit);
+#undef PUT_AT_D
+    }
 }
 
 /* The loci of each of n_rows rows: the sum of its tasks' found counts. The tasks that found loci
