@@ -77,6 +77,8 @@ def main() -> None:
     parser.add_argument("--mate2", metavar="FQ", help="pairs: out gets mate 1 and FQ mate 2 (FR) of each fragment")
     parser.add_argument("--fragment", type=int, default=300, help="with --mate2, the fragments' length")
     args = parser.parse_args()
+    if args.mate2 and args.fragment < args.length:
+        parser.error(f"--fragment {args.fragment} is shorter than a mate (--length {args.length})")
     ref = read_fasta(args.genome)
     quality = "I" * args.length
     if args.mate2:
