@@ -12,6 +12,7 @@
  * many tasks (one per SLICE candidates), most of them without loci, which it no longer visits.
  * When every locus is kept (all: pairs keep them for pairing) and k < DIST_BINS, it walks them
  * twice instead: once to count each distance's, once to write each where its distance's start.
+ * A read of more than `heavy` loci (n_loci) is left to best_loci_heavy, a work-group a read.
  * Needs search.cl. */
 
 #define RERUN 0x80000000u
@@ -33,11 +34,11 @@ __kernel void best_loci(__global const uint *task_base, __global const uint *src
                         __global const uint *found, __global const uint *ends,
                         __global const uint *rerun_ends, __global const uchar *dists,
                         __global const uchar *rerun_dists, __global const uint *out_base, uint n_reads,
-                        uint k, uint all, __global uint *out_row, __global uint *out_end,
-                        __global uchar *out_dist)
+                        uint k, uint all, __global const uint *n_loci, uint heavy, __global uint *out_row,
+                        __global uint *out_end, __global uchar *out_dist)
 {
     uint r = get_global_id(0);
-    if (r >= n_reads)
+    if (r >= n_reads || n_loci[r] > heavy)
         return;
     uint first = task_base[2 * r], reverse = task_base[2 * r + 1], last = task_base[2 * r + 2];
     uint slot = out_base[r], limit = out_base[r + 1];
@@ -77,6 +78,86 @@ __kernel void best_loci(__global const uint *task_base, __global const uint *src
         FOR_EACH_LOCUS(PUT_AT_D, slot < limit);
 #undef PUT_AT_D
     }
+}
+
+/* The tasks with loci of the row whose tasks are [a, b): row_counts put them first. */
+inline uint tasks_with_loci(__global const uint *found, uint a, uint b)
+{
+    uint lo = a, hi = b;  /* found[t] > 0 before lo, 0 from hi on */
+    while (lo < hi) {
+        uint mid = lo + (hi - lo) / 2u;
+        if (found[mid])
+            lo = mid + 1u;
+        else
+            hi = mid;
+    }
+    return lo - a;
+}
+
+/* Each work-item's run of the read's tasks with loci (its forward strand's, then its reverse
+ * one's), given to VISIT(strand, end, dist). */
+#define FOR_MY_LOCI(VISIT)                                                                   \
+    for (uint v = from; v < to; ++v) {                                                      \
+        uint strand = v >= n_forward, t = strand ? reverse + (v - n_forward) : first + v;   \
+        uint at = src[t] & ~RERUN;                                                          \
+        __global const uint *end = (src[t] & RERUN ? rerun_ends : ends) + at;               \
+        __global const uchar *dist = (src[t] & RERUN ? rerun_dists : dists) + at;           \
+        for (uint j = 0; j < found[t]; ++j)                                                 \
+            VISIT(strand, end[j], dist[j]);                                                 \
+    }
+
+/* best_loci of the reads listed in heavy_reads (k < DIST_BINS), a work-group a read: each
+ * work-item takes a run of the read's tasks with loci, in order, and counts their loci at each
+ * distance; those counts, scanned over the work-items (counts: DIST_BINS of local memory a
+ * work-item), say where each work-item's loci of a distance go, after the read's loci of smaller
+ * distances: best_loci's order. Only the slots before out_base[r + 1] are written. */
+__kernel void best_loci_heavy(__global const uint *task_base, __global const uint *src,
+                              __global const uint *found, __global const uint *ends,
+                              __global const uint *rerun_ends, __global const uchar *dists,
+                              __global const uchar *rerun_dists, __global const uint *out_base,
+                              __global const uint *heavy_reads, uint k, __global uint *out_row,
+                              __global uint *out_end,
+                              __global uchar *out_dist, __local uint *counts)
+{
+    __local uint totals[DIST_BINS];
+    uint r = heavy_reads[get_group_id(0)], item = get_local_id(0), items = get_local_size(0);
+    uint first = task_base[2 * r], reverse = task_base[2 * r + 1], last = task_base[2 * r + 2];
+    uint n_forward = tasks_with_loci(found, first, reverse);
+    uint n_tasks = n_forward + tasks_with_loci(found, reverse, last);
+    uint from = (uint)((ulong)n_tasks * item / items), to = (uint)((ulong)n_tasks * (item + 1u) / items);
+    __local uint *mine = counts + item * DIST_BINS;
+    for (uint d = 0; d <= k; ++d)
+        mine[d] = 0u;
+#define COUNT_LOCUS(strand, e, d) ++mine[d]
+    FOR_MY_LOCI(COUNT_LOCUS);
+#undef COUNT_LOCUS
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint d = item; d <= k; d += items) {  /* each distance's counts, scanned over the work-items */
+        uint sum = 0;
+        for (uint i = 0; i < items; ++i) {
+            uint n = counts[i * DIST_BINS + d];
+            counts[i * DIST_BINS + d] = sum;
+            sum += n;
+        }
+        totals[d] = sum;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint slot[DIST_BINS], at = out_base[r], limit = out_base[r + 1];
+    for (uint d = 0; d <= k; ++d) {
+        slot[d] = at + mine[d];
+        at += totals[d];
+    }
+#define PUT_LOCUS(strand, e, d)            \
+    do {                                   \
+        uint s = slot[d]++;                \
+        if (s < limit) {                   \
+            out_row[s] = 2 * r + (strand); \
+            out_end[s] = (e);              \
+            out_dist[s] = (d);             \
+        }                                  \
+    } while (0)
+    FOR_MY_LOCI(PUT_LOCUS);
+#undef PUT_LOCUS
 }
 
 /* The loci of each of n_rows rows: the sum of its tasks' found counts. The tasks that found loci

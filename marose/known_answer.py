@@ -10,7 +10,7 @@ import json
 import os
 import tempfile
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Callable
 
 import numpy as np
@@ -289,10 +289,11 @@ def _candidates_agree(device, case: Case, strands, rows: np.ndarray, e: int, lay
     return np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
 
 
-def _mapped(device, case: Case, max_hits: int | None, text_on_device: bool = False):
+def _mapped(device, case: Case, max_hits: int | None, text_on_device: bool = False, heavy_loci: int | None = None):
     from .mapper import Mapper
 
     mapper = Mapper(case.index, device, K, max_hits, text_on_device=text_on_device)
+    mapper.heavy_loci = heavy_loci
     return mapper, _batch(case), *mapper.map_batch(_batch(case))
 
 
@@ -379,6 +380,20 @@ def check_loci(device, case: Case) -> bool:
 
 def check_alignments(device, case: Case) -> bool:
     return _loci_and_alignments(device, case)[1]
+
+
+def check_heavy_loci(device, case: Case) -> bool:
+    """The loci of every read ordered by best_loci_heavy (as a GPU orders those of reads in
+    repeats), all of them and cut to max_hits: the same as one work-item a read orders them."""
+    from .extend import NO_HEAVY
+
+    for max_hits in (None, 2):
+        _, _, want, _ = _mapped(device, case, max_hits, heavy_loci=NO_HEAVY)
+        _, _, got, _ = _mapped(device, case, max_hits, heavy_loci=0)
+        if not all(np.array_equal(np.asarray(getattr(got, f.name)), np.asarray(getattr(want, f.name)))
+                   for f in fields(want)):
+            return False
+    return True
 
 
 def check_sam_records(device, case: Case) -> bool:
@@ -536,6 +551,7 @@ MAP_CHECKS = [
     ("sort_chunks, merge_tiles, count_unique, scan_unique, write_unique (long rows)", check_row_sort),
     ("prefilter, prefilter_backwards, row_loci, merge_runs, row_counts, best_loci, place_loci (loci within k edits)",
      check_loci),
+    ("best_loci_heavy (the loci of reads in repeats, in order)", check_heavy_loci),
     ("traceback, alignment_text (CIGAR, NM, MD)", check_alignments),
     ("prefilter, row_loci, traceback for reads of 50 to 500 bases", check_read_lengths),
     ("sam_records (SAM text)", check_sam_records),

@@ -113,6 +113,7 @@ class Mapper:
         self._choosing = threading.Lock()
         self.stats = Stats()
         self.warns = True  # a read length without a guarantee is warned about on stderr
+        self.heavy_loci: int | None = None  # a read's loci beyond which best_loci_heavy orders them (None: the device's)
 
     def on_lane(self, device: Device) -> "Mapper":
         """A Mapper for another thread that maps on device, a mapping lane of this one's
@@ -245,7 +246,8 @@ class Mapper:
             self._count_candidates(strands, loci.candidates)
             self.stats.prefiltered += loci.prefiltered
             self.stats.aligned += loci.aligned
-            best = extend.best_loci_on_device(self.device, loci, strands.n // 2, self.k, self.max_hits)
+            best = extend.best_loci_on_device(self.device, loci, strands.n // 2, self.k, self.max_hits,
+                                              self.heavy_loci)
             placed = extend.place_loci(self.device, best, reads, self.contig_start, n_contigs, self.k)
         with self.stats.timing("traceback"):
             traced = extend.trace_on_device(self.device, reads, self.genome.codes, best.row, best.end,

@@ -33,7 +33,7 @@ h=${H:-bench/h}
 mkdir -p $h
 h=$(cd $h && pwd)
 run() { python3 scripts/peak_memory.py -o $h/runs.jsonl -- "$@"; }
-lookups() { python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print('lookups', s['lookups'], 'candidates', s['candidates'], 'loci', s['loci'], 'seconds', {k: round(v, 2) for k, v in s['seconds'].items()})" "$1"; }
+lookups() { python3 -c "import json,sys; s=json.load(open(sys.argv[1])); k=s['kernel_seconds']; print('lookups', s['lookups'], 'candidates', s['candidates'], 'loci', s['loci'], 'seconds', {k: round(v, 2) for k, v in s['seconds'].items()}, 'kernels', {n: round(k[n], 3) for n in sorted(k, key=k.get, reverse=True)[:8]})" "$1"; }
 three=$h/arabidopsis_3sp.fa
 make_reads() {  # [N]: N reads of each set (default 1M and 460,544) in $r100 and $h3, made once
     local n=${1:-}

@@ -308,11 +308,13 @@ def expected_best(row: np.ndarray, end: np.ndarray, dist: np.ndarray, n_reads: i
 
 @pytest.mark.parametrize("k", [0, 3, 8, 20])
 @pytest.mark.parametrize("max_hits", [None, 1, 3])
-def test_best_loci_equal_a_stable_sort(device, k: int, max_hits) -> None:
+@pytest.mark.parametrize("heavy", [None, 0, 12])
+def test_best_loci_equal_a_stable_sort(device, k: int, max_hits, heavy) -> None:
     """Tasks of random rows (some reads without any, a read with many tasks) whose loci lie in
     regions out of task order, some in the rerun's buffers: row_counts moves the tasks with loci
     to the front of their rows, and best_loci == a stable sort by read and distance, cut to
-    max_hits."""
+    max_hits; with the reads of more than heavy loci ordered by best_loci_heavy (0: every read
+    with loci; None: as the device chooses)."""
     rng = np.random.default_rng(k)
     n_reads = 40
     task_row = np.sort(np.concatenate([rng.integers(0, 2 * n_reads - 10, 90), np.full(25, 2 * n_reads - 7)]))
@@ -341,7 +343,9 @@ def test_best_loci_equal_a_stable_sort(device, k: int, max_hits) -> None:
         mine = moved[task_base[row]:task_base[row + 1]]
         assert (mine[:np.count_nonzero(mine)] > 0).all()
     want = expected_best(np.repeat(task_row.astype(np.int64), found), end, dist, n_reads, max_hits)
-    got = best_loci(device, loci, n_reads, k, max_hits)
+    got = best_loci(device, loci, n_reads, k, max_hits, heavy)
+    if heavy == 12:
+        assert 0 < np.count_nonzero(got.n_loci > 12) < np.count_nonzero(got.n_loci)  # both kernels ran
     for g, w in zip((got.n_loci, got.row, got.end, got.dist), want):
         assert g.tolist() == w.tolist()
     assert got.n_loci.sum() == found.sum() and (got.n_loci == 0).any()

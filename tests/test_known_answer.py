@@ -75,6 +75,12 @@ def test_a_wrong_alignment_kernel_is_named(device, monkeypatch):
     assert any("row_loci" in kernels for kernels in wrong)
 
 
+def test_a_wrong_heavy_loci_kernel_is_named(device, monkeypatch):
+    break_kernel(monkeypatch, "loci.cl", "slot[d] = at + mine[d];", "slot[d] = at;")
+    wrong = known_answer.run(device_module.Device(), "map")
+    assert len(wrong) == 1 and wrong[0].startswith("best_loci_heavy (the loci of reads in repeats, in order)")
+
+
 @pytest.mark.parametrize("old, new", [('"\\tXR:i:1"', '"\\tXR:i:2"'), ("same = one[j] == two[j];", "same = true;")])
 def test_a_wrong_paired_end_kernel_is_named(device, monkeypatch, old, new):
     break_kernel(monkeypatch, "pair_records.cl", old, new)

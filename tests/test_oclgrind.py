@@ -50,9 +50,11 @@ def test_all_kernels_are_clean_under_oclgrind(tmp_path):
                                 timeout=600)
         assert result.returncode == 0, result.stderr
         assert not any(p in result.stderr.lower() for p in PROBLEMS), result.stderr
-    # the kept windows listed and aligned apart from row_loci (cl/kept_windows.cl), as a GPU does
+    # the kept windows listed and aligned apart from row_loci (cl/kept_windows.cl), and the loci of
+    # the reads of more than 64 ordered by best_loci_heavy, as a GPU does
     apart = subprocess.run([sys.executable, *steps[1][:-1], str(tmp_path / "apart.sam")], capture_output=True,
-                           text=True, env={**env, "MAROSE_ALIGN_APART": "on"}, cwd=tmp_path, timeout=600)
+                           text=True, env={**env, "MAROSE_ALIGN_APART": "on", "MAROSE_HEAVY_LOCI": "64"},
+                           cwd=tmp_path, timeout=600)
     assert apart.returncode == 0 and not any(p in apart.stderr.lower() for p in PROBLEMS), apart.stderr
     assert [line for line in open(tmp_path / "apart.sam") if not line.startswith("@PG")] == \
         [line for line in open(tmp_path / "out.sam") if not line.startswith("@PG")]
@@ -92,7 +94,8 @@ def test_paired_end_kernels_are_clean_under_oclgrind(tmp_path):
     for mate in (1, 2):
         (tmp_path / f"r{mate}.fq").write_text("".join(f"@p{i}/{mate}\n{m[mate - 1]}\n+\n{'I' * 50}\n"
                                                        for i, m in enumerate(mates)))
-    env = command_env(OCLGRIND_DATA_RACES="1", OCLGRIND_UNINITIALIZED="1", MAROSE_HEAVY_PAIRS="device")
+    env = command_env(OCLGRIND_DATA_RACES="1", OCLGRIND_UNINITIALIZED="1", MAROSE_HEAVY_PAIRS="device",
+                      MAROSE_HEAVY_LOCI="16")  # best_loci_heavy orders every locus of p3's mates
     assert subprocess.run([sys.executable, "-m", "indexer.cli", fasta, "--mask", "##-##", "--ln", "4", "-q"],
                           env=env, cwd=tmp_path, timeout=600).returncode == 0
     result = subprocess.run([sys.executable, "-m", "marose.cli", "map", "-x", fasta, "r1.fq", "r2.fq", "-k", "2",
