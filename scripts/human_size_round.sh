@@ -49,6 +49,7 @@ against() {  # DIR TAG WARM STATS ALL: marose map's reads and options of each se
     # --stats, then ALL by versus.py --rounds 2, and the two SAMs compared
     local other repo=$PWD root in_root
     other=$(cd "${1:?checkout}" && pwd)
+    python3 -m compileall -q $other/marose $other/indexer  # as device_env.sh compiles this checkout's
     for root in $other $repo; do
         in_root="env PYTHONPATH=$root:${PYTHONPATH:-} python3 -m marose.cli map -q -x $h/human_size.fa"
         $in_root $3 -o /dev/null
