@@ -154,7 +154,8 @@ def _worker_args(args, first: bool, n_devices: int):
 
     options = argparse.Namespace(**vars(args))
     options.compressing_threads = compressing_threads(output_threads(args.threads) // n_devices)
-    options.stats_kernels, options.stats = bool(args.stats), None
+    options.stats_kernels = options.stats_details = bool(args.stats)
+    options.stats = None
     options.explain = args.explain and first
     options.first_process = first  # which alone warns of read lengths without a guarantee
     options.progress_log = not args.quiet  # the processes' own messages (a batch mapped in parts)

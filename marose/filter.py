@@ -194,7 +194,7 @@ class Filter:
         return 4 * rule.scratch_words(read_length) <= self.device.device.local_mem_size - SPARE_LOCAL
 
     def candidates(self, strands: Strands, layout: Layout, active: np.ndarray | None,
-                   segments: Callable[[], Iterable[DeviceSegment]]) -> "Filtered":
+                   segments: Callable[[], Iterable[DeviceSegment]], count_lookups: bool = True) -> "Filtered":
         """The candidates of the active rows, left on the device, one DeviceCandidates a segment
         (segments() gives every segment of the index, in turn, each time it is called).
 
@@ -205,14 +205,16 @@ class Filter:
         placed and counted again. The candidates come from the counts that stand.
 
         Each walk may give the segments in another order (lookup.DeviceIndex.in_turn), so a
-        segment's counts are kept by the segment; the candidates come in the first walk's order."""
+        segment's counts are kept by the segment; the candidates come in the first walk's order.
+        The fixed and placed patterns' lookups are counted (for --stats) with count_lookups, else
+        left at 0: the placed rows' count reads their offsets back."""
         reads = self.upload(strands, layout, active)
         counts = {id(seg.segment): self.count(seg, reads, reads.all_rows, strands.n) for seg in segments()}
         placed = np.zeros(0, np.int64)
         if np.any(reads.placeable):
             found = sum(c.read_counts(self.device) for c in counts.values())
             placed = np.flatnonzero(reads.placeable & worth_placing(found, reads.lengths, self.width))
-        lookups, ranking = self.fixed_lookups(reads, layout), 0
+        lookups, ranking = self.fixed_lookups(reads, layout) if count_lookups else 0, 0
         if placed.size:
             rows = self.device.to_device(placed.astype(np.uint32))
             whole = worth_ranking_neighborhoods(found[placed], reads.lengths[placed], self.width, self.neighborhood)
@@ -223,7 +225,7 @@ class Filter:
             if placed.size:
                 self.count(seg, reads, rows, placed.size, counted)
             row_counts = counted.read_counts(self.device)  # once the counts, and the placing before them, are done
-            if placed.size and not emitted:  # read while nothing else is queued
+            if count_lookups and placed.size and not emitted:  # read while nothing else is queued
                 lookups += self.placed_lookups(reads, placed)
             emitted[id(seg.segment)] = self.emit(seg, reads, counted, row_counts)
         return Filtered(reads, [emitted[key] for key in counts], placed, lookups, ranking)

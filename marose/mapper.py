@@ -114,6 +114,7 @@ class Mapper:
         self.stats = Stats()
         self.warns = True  # a read length without a guarantee is warned about on stderr
         self.heavy_loci: int | None = None  # a read's loci beyond which best_loci_heavy orders them (None: the device's)
+        self.counts_details = True  # the filter's lookups and the windows' cells, which only --stats reports
 
     def on_lane(self, device: Device) -> "Mapper":
         """A Mapper for another thread that maps on device, a mapping lane of this one's
@@ -206,7 +207,7 @@ class Mapper:
         rows_e, layout = self.layout(strands, active)
         found, segments = [], self.on_device.in_turn()
         for e in _distinct(rows_e[rows_e >= 0]):
-            filtered = self.filter(int(e)).candidates(strands, layout, rows_e == e, segments)
+            filtered = self.filter(int(e)).candidates(strands, layout, rows_e == e, segments, self.counts_details)
             found.extend(filtered.found)
             self._count_lookups(filtered)
         return found
@@ -267,9 +268,10 @@ class Mapper:
     def _count_candidates(self, strands: Strands, per_row: np.ndarray) -> None:
         """Candidates per row as the filter wrote them, and the cells of their windows (read length
         times L + 2k; windows cut at contig ends hold fewer), for the statistics."""
-        length = strands.lengths.astype(np.int64)
         self.stats.candidates += int(per_row.sum())
-        self.stats.cells += int(np.sum(per_row * length * (length + 2 * self.k)))
+        if self.counts_details:
+            length = strands.lengths.astype(np.int64)
+            self.stats.cells += int(np.sum(per_row * length * (length + 2 * self.k)))
 
     def _count(self, n: int, n_loci: np.ndarray) -> None:
         self.stats.reads += n

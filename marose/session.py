@@ -195,6 +195,7 @@ def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open
         log(f"index {index.path} ({ref.total_length:,} bases, {index_layout(on_device)}); "
             f"k={k}; {describe_devices(session)}{layout.describe(k)}")
     mapper = mapper or Mapper(index, device, k, layout.max_hits, text_on_device=True, on_device=on_device)
+    mapper.counts_details = bool(args.stats or getattr(args, "stats_details", False))
     if args.explain:
         print(explain(mapper, first_length) + layout.explain_note, file=sys.stderr)
     header = sam_header(list(zip(ref.names, map(int, ref.lengths))), args.read_group, command_line, __version__)

@@ -48,7 +48,7 @@ def map_both(lambda_index, scheduler, folder, name, reads, *options):
         out = spread if "--scheduler" in command else alone
         assert cli.main(["map", "-q", *command, reads, "-o", str(out), "--stats", str(stats), *map(str, options)]) == 0
         record = json.load(open(stats))
-        counts.append({key: record[key] for key in ("reads", "mapped", "unique", "loci", "candidates", "cells")})
+        counts.append({key: record[key] for key in ("reads", "mapped", "unique", "loci", "candidates", "cells", "lookups")})
     assert counts[1] == counts[0] and counts[0]["reads"] >= 2000
     return spread, alone
 

@@ -111,7 +111,7 @@ def two_devices() -> str:
 def mapped(index, reads, out, stats, *args):
     assert run_map("-x", index, *reads, "-o", out, "-k", 3, "--stats", stats, *args) == 0
     record = json.load(open(stats))
-    counts = {key: record[key] for key in ("reads", "mapped", "unique", "loci", "candidates", "cells")}
+    counts = {key: record[key] for key in ("reads", "mapped", "unique", "loci", "candidates", "cells", "lookups")}
     return [line for line in open(out) if not line.startswith("@PG")], counts, record["device"]
 
 
