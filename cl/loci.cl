@@ -116,8 +116,7 @@ __kernel void best_loci_heavy(__global const uint *task_base, __global const uin
                               __global const uint *rerun_ends, __global const uchar *dists,
                               __global const uchar *rerun_dists, __global const uint *out_base,
                               __global const uint *heavy_reads, uint k, __global uint *out_row,
-                              __global uint *out_end,
-                              __global uchar *out_dist, __local uint *counts)
+                              __global uint *out_end, __global uchar *out_dist, __local uint *counts)
 {
     __local uint totals[DIST_BINS];
     uint r = heavy_reads[get_group_id(0)], item = get_local_id(0), items = get_local_size(0);

@@ -113,7 +113,7 @@ class Mapper:
         self._choosing = threading.Lock()
         self.stats = Stats()
         self.warns = True  # a read length without a guarantee is warned about on stderr
-        self.heavy_loci: int | None = None  # a read's loci beyond which best_loci_heavy orders them (None: the device's)
+        self.heavy_loci: int | None = None  # a read's loci beyond which best_loci_heavy orders them (extend.heavy_loci)
         self.counts_details = True  # the filter's lookups and the windows' cells, which only --stats reports
 
     def on_lane(self, device: Device) -> "Mapper":
