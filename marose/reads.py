@@ -28,6 +28,7 @@ from marose.regions import region_offsets
 # H100 machine (the eleventh round in BENCHMARKS.md's git history); parsing as a whole takes
 # as long.
 CHUNK_BYTES = 1 << 20
+JOIN_BYTES = 1 << 13  # a block's head that completes the records the block before left unfinished
 GZIP_OUT_BYTES = 1 << 20  # the most one decompression call writes
 GZIP_STEP_BYTES = 256 << 10
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -589,16 +590,27 @@ def _fastq_chunks(first: bytes, data: Iterator[bytes], label: str, at: int | Non
     carry = b""
     done = 0
     for block in itertools.chain([first], data):  # the first block's records wait for no other
-        text = carry + block
-        buf = np.frombuffer(text, dtype=np.uint8)
+        begin = 0  # the block's bytes before begin went out with the carry
+        if carry:
+            # the records the block before left unfinished, completed by the block's head and handed
+            # out apart: joining the whole block to them copied every byte of the input once more
+            head = carry + block[:JOIN_BYTES]
+            count, cut = _whole_records(head, head.count(b"\n"))
+            if cut > len(carry):
+                yield FastqText(np.frombuffer(head, dtype=np.uint8)[:cut], count, done, label, at=at)
+                done += count
+                at = None if at is None else at + cut
+                begin = cut - len(carry)
+            else:  # a record longer than the head
+                block = carry + block
+        buf = np.frombuffer(block, dtype=np.uint8)[begin:]
         # Counting the newlines is several times faster than finding them, which a device does.
-        count, cut = _whole_records(text, int(np.count_nonzero(buf == _LF)))
+        count, cut = _whole_records(block, int(np.count_nonzero(buf == _LF)), begin)
         if count:
-            yield FastqText(buf[:cut], count, done, label, at=at)
+            yield FastqText(buf[:cut - begin], count, done, label, at=at)
             done += count
-            text = text[cut:]
-            at = None if at is None else at + cut
-        carry = text
+            at = None if at is None else at + cut - begin
+        carry = block[cut:]
     lines = carry.split(b"\n")
     # Blank lines at the end are dropped, but not an empty last sequence or quality.
     while lines and not lines[-1].strip() and (
@@ -615,21 +627,21 @@ def _fastq_chunks(first: bytes, data: Iterator[bytes], label: str, at: int | Non
         yield last
 
 
-def _whole_records(text: bytes, lines: int) -> tuple[int, int]:
-    """How many 4-line records the text, which holds `lines` newlines, holds whole, less those of
-    blank lines at its end, which may be blank lines at the end of the input; and where the last
-    of them ends."""
+def _whole_records(text: bytes, lines: int, begin: int = 0) -> tuple[int, int]:
+    """How many 4-line records text[begin:], which holds `lines` newlines, holds whole, less those
+    of blank lines at its end, which may be blank lines at the end of the input; and where the
+    last of them ends in text (begin when there are none)."""
     count, end = lines // 4, len(text)
     for _ in range(lines - 4 * count + 1):  # back to the newline of line 4 count
-        end = text.rfind(b"\n", 0, end)
+        end = text.rfind(b"\n", begin, end)
     while count:
         start = end
         for _ in range(4):
-            start = text.rfind(b"\n", 0, start)
+            start = max(text.rfind(b"\n", begin, start), begin - 1)  # begin - 1: the first record's
         if text[start + 1:end].strip():
             break
         count, end = count - 1, start
-    return count, end + 1 if count else 0
+    return count, end + 1 if count else begin
 
 
 def _line_start(newlines: np.ndarray, line: int) -> int:

@@ -31,11 +31,13 @@ def assert_same(got: reads.PackedReads, want: reads.PackedReads) -> None:
         assert np.array_equal(got.quals, want.quals)
 
 
+@pytest.mark.parametrize("join", [16, 1 << 13])
 @pytest.mark.parametrize("chunk", [1, 50, 333, 1 << 20])
 def test_fastq_text_packed_on_the_device_as_on_the_host(device, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                        chunk: int) -> None:
+                                                        chunk: int, join: int) -> None:
     data = varied_fastq(300, seed=chunk)  # comments after spaces, tabs, \v and \f; lower case; IUPAC
     monkeypatch.setattr(reads, "CHUNK_BYTES", chunk)  # a batch's text in many pieces, cut between batches
+    monkeypatch.setattr(reads, "JOIN_BYTES", join)  # and the records across two blocks apart where they can
     for path in (write(tmp_path / "r.fq", data), write(tmp_path / "crlf.fq", data.replace(b"\n", b"\r\n"))):
         batches = list(read_batches(path, 37))
         assert [len(b) for b in batches] == [37] * 8 + [4]

@@ -372,13 +372,17 @@ def varied_fastq(n: int, seed: int) -> bytes:
     return b"".join(parts)
 
 
+@pytest.mark.parametrize("join", [16, 1 << 13])
 @pytest.mark.parametrize("chunk", [1, 3, 50, 333, 1 << 20])
 def test_varied_fastq_gives_the_reads_of_a_plain_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                        chunk: int) -> None:
+                                                        chunk: int, join: int) -> None:
+    """In blocks of chunk bytes, each block's head of join bytes completing the records the block
+    before left unfinished where it can (16: often it cannot, and the two are joined whole)."""
     data = varied_fastq(300, seed=chunk)
     names, seqs, quals = reference_fastq(data)
     assert any(s != s.upper() for s in data.split(b"\n")[1::4]) and "r1/1" in names
     monkeypatch.setattr(reads, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(reads, "JOIN_BYTES", join)
     for path in (write(tmp_path / "r.fq", data), write(tmp_path / "crlf.fq", data.replace(b"\n", b"\r\n"))):
         batches = list(read_batches(path, 37))
         assert [len(b) for b in batches] == [37] * 8 + [4]
@@ -435,13 +439,15 @@ def test_blank_lines_at_the_end_are_ignored(tmp_path: Path, monkeypatch: pytest.
         assert read_all(write(tmp_path / "r.fq", FASTQ + tail)) == FASTQ_READS, tail
 
 
+@pytest.mark.parametrize("join", [16, 1 << 13])
 @pytest.mark.parametrize("chunk", [7, 64, 1 << 20])
 def test_fastq_text_knows_where_it_lies_in_a_plain_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                        chunk: int) -> None:
+                                                        chunk: int, join: int) -> None:
     """Each piece of text (and each slice of one, as batches cut them) of a plain file says where it
     lies there; the last piece of a file without a final newline, rebuilt from its lines, and text
     of gzip input or stdin say nothing."""
     monkeypatch.setattr(reads, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(reads, "JOIN_BYTES", join)
     content = b"\n\n" + b"".join(b"@r%d\n%s\n+\n%s\n" % (i, b"ACGT"[i % 4:] * 5, b"I" * (20 - i % 4))
                                  for i in range(40))
     plain = tmp_path / "r.fq"
