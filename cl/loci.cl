@@ -18,17 +18,22 @@
 #define RERUN 0x80000000u
 #define DIST_BINS 16
 
+/* Task t's loci (of a read's strand), each given to VISIT(strand, end, dist) while GOING holds. */
+#define FOR_TASK_LOCI(t, strand, VISIT, GOING)                                       \
+    do {                                                                             \
+        uint at = src[t] & ~RERUN;                                                   \
+        __global const uint *end = (src[t] & RERUN ? rerun_ends : ends) + at;        \
+        __global const uchar *dist = (src[t] & RERUN ? rerun_dists : dists) + at;    \
+        for (uint j = 0; j < found[t] && (GOING); ++j)                               \
+            VISIT(strand, end[j], dist[j]);                                          \
+    } while (0)
+
 /* Read r's loci in order (a strand's tasks with loci, each task's loci), each given to
  * VISIT(strand, end, dist) while GOING holds. */
-#define FOR_EACH_LOCUS(VISIT, GOING)                                                                          \
-    for (uint strand = 0; strand < 2u; ++strand)                                                              \
-        for (uint t = strand ? reverse : first; t < (strand ? last : reverse) && found[t] && (GOING); ++t) {  \
-            uint at = src[t] & ~RERUN;                                                                        \
-            __global const uint *end = (src[t] & RERUN ? rerun_ends : ends) + at;                             \
-            __global const uchar *dist = (src[t] & RERUN ? rerun_dists : dists) + at;                         \
-            for (uint j = 0; j < found[t] && (GOING); ++j)                                                    \
-                VISIT(strand, end[j], dist[j]);                                                               \
-        }
+#define FOR_EACH_LOCUS(VISIT, GOING)                                                                       \
+    for (uint strand = 0; strand < 2u; ++strand)                                                           \
+        for (uint t = strand ? reverse : first; t < (strand ? last : reverse) && found[t] && (GOING); ++t) \
+            FOR_TASK_LOCI(t, strand, VISIT, GOING)
 
 __kernel void best_loci(__global const uint *task_base, __global const uint *src,
                         __global const uint *found, __global const uint *ends,
@@ -99,11 +104,7 @@ inline uint tasks_with_loci(__global const uint *found, uint a, uint b)
 #define FOR_MY_LOCI(VISIT)                                                                   \
     for (uint v = from; v < to; ++v) {                                                      \
         uint strand = v >= n_forward, t = strand ? reverse + (v - n_forward) : first + v;   \
-        uint at = src[t] & ~RERUN;                                                          \
-        __global const uint *end = (src[t] & RERUN ? rerun_ends : ends) + at;               \
-        __global const uchar *dist = (src[t] & RERUN ? rerun_dists : dists) + at;           \
-        for (uint j = 0; j < found[t]; ++j)                                                 \
-            VISIT(strand, end[j], dist[j]);                                                 \
+        FOR_TASK_LOCI(t, strand, VISIT, 1);                                                 \
     }
 
 /* best_loci of the reads listed in heavy_reads (k < DIST_BINS), a work-group a read: each

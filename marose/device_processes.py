@@ -154,8 +154,7 @@ def _worker_args(args, first: bool, n_devices: int):
 
     options = argparse.Namespace(**vars(args))
     options.compressing_threads = compressing_threads(output_threads(args.threads) // n_devices)
-    options.stats_kernels = options.stats_details = bool(args.stats)
-    options.stats = None
+    options.stats_details, options.stats = bool(args.stats), None  # the main process writes --stats
     options.explain = args.explain and first
     options.first_process = first  # which alone warns of read lengths without a guarantee
     options.progress_log = not args.quiet  # the processes' own messages (a batch mapped in parts)
@@ -470,7 +469,7 @@ def _open(spec: str, index_path: str, args):
 
     loading = _in_background(store.load, index_path, False)
     # the first process checks the index files' checksums, and fails the run for a corrupted one
-    return open_session(loading, spec, bool(args.stats_kernels), args.verbose, _log(args, spec), device_memory(args),
+    return open_session(loading, spec, bool(args.stats_details), args.verbose, _log(args, spec), device_memory(args),
                         check=args.first_process)
 
 
@@ -500,7 +499,7 @@ def _map(session, mapper, layout, args, batches, messages, spec: str, counts) ->
     output = ToMain(messages, args.output, counts, args.compressing_threads)
     stats = map_reads(session, args, first, batches, BytesRead(), lambda header: output, "", _log(args, spec),
                       time.time(), layout, announce=False, mapper=mapper)
-    return stats, session.device.collect_profile() if args.stats_kernels else {}
+    return stats, session.device.collect_profile() if args.stats_details else {}
 
 
 def _first_read(batches) -> tuple[int, int]:

@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from marose.dna import N_CODE, decode, reverse_complement  # noqa: E402
+from marose.dna import N_CODE, decode, encode, reverse_complement  # noqa: E402
 from marose.reference import read_fasta  # noqa: E402
 
 
@@ -92,8 +92,6 @@ def main() -> None:
 def write_pairs(ref, args, quality: str) -> None:
     """Fragments of args.fragment bases, their edits as single reads get them, each read from
     either strand: mate 1 its first args.length bases, mate 2 the reverse complement of its last."""
-    from marose.dna import encode
-
     with open(args.out, "w") as one, open(args.mate2, "w") as two:
         for name, seq in simulate(ref, args.n, args.fragment, args.subs, args.max_edits, args.seed):
             mate2 = decode(reverse_complement(encode(seq[-args.length:])))
