@@ -260,6 +260,9 @@ def check_map_options(args) -> None:
     for reads in args.reads:
         if reads != "-" and not os.path.isfile(reads):
             raise MaroseError(f"{reads}: no such file")
+    heavy = os.environ.get("MAROSE_HEAVY_LOCI", "")  # extend.HEAVY_SWITCH, checked before any device opens
+    if heavy and not heavy.isdigit():
+        raise MaroseError(f"MAROSE_HEAVY_LOCI must be a number of loci, got {heavy!r}")
     use_cpu_threads(args.threads)
 
 

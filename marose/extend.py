@@ -492,7 +492,7 @@ def heavy_loci(device: Device) -> int:
     a read of thousands (H200, the 3.1 Gbp reference, 100,000 pairs: best_loci 0.285 s of kernel
     time, under 0.22 s with best_loci_heavy). A CPU runs its work-items one after another, and
     keeps one a read."""
-    forced = os.environ.get(HEAVY_SWITCH, "")
+    forced = os.environ.get(HEAVY_SWITCH, "")  # a number: cli.check_map_options checks it first
     if forced:
         return int(forced)
     return NO_HEAVY if device.is_cpu else HEAVY_LOCI

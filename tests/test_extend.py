@@ -294,6 +294,24 @@ def test_row_loci_runs_again_for_tasks_with_many_loci(device, monkeypatch) -> No
     assert best.end.tolist() == end.tolist() and best.row.tolist() == [0] * 40
 
 
+def test_heavy_loci_follow_the_device_or_the_switch(device, monkeypatch) -> None:
+    monkeypatch.delenv(extend.HEAVY_SWITCH, raising=False)
+    assert extend.heavy_loci(device) == (extend.NO_HEAVY if device.is_cpu else extend.HEAVY_LOCI)
+    monkeypatch.setenv(extend.HEAVY_SWITCH, "12")
+    assert extend.heavy_loci(device) == 12
+
+
+def test_a_heavy_loci_switch_not_a_number_stops_the_map_before_any_output(tmp_path, monkeypatch, capsys) -> None:
+    from marose import cli
+
+    reads = tmp_path / "r.fq"
+    reads.write_text("@r\nACGTACGTACGTACGTACGTACGT\n+\nIIIIIIIIIIIIIIIIIIIIIIII\n")
+    monkeypatch.setenv(extend.HEAVY_SWITCH, "many")
+    assert cli.main(["map", "-x", str(tmp_path / "none.fa"), str(reads), "-o", str(tmp_path / "o.sam")]) != 0
+    assert "MAROSE_HEAVY_LOCI must be a number of loci, got 'many'" in capsys.readouterr().err
+    assert not (tmp_path / "o.sam").exists()
+
+
 def expected_best(row: np.ndarray, end: np.ndarray, dist: np.ndarray, n_reads: int, max_hits):
     """The numpy reference of best_loci: loci in row order, stably sorted by read then
     distance, cut to max_hits a read."""
