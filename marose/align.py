@@ -282,6 +282,24 @@ def batch_end_distances(reads: np.ndarray, texts: np.ndarray, cap: int) -> np.nd
     return result
 
 
+def many_end_distances(reads: list, texts: list, cap: int) -> list[np.ndarray]:
+    """``end_distances(reads[i], texts[i], cap)`` for every i, reads of any lengths: the pairs of
+    one read length run as the lanes of one search (a column loop for all, not one each)."""
+    by_length: dict[int, list[int]] = {}
+    for i, read in enumerate(reads):
+        by_length.setdefault(len(read), []).append(i)
+    found: list[np.ndarray] = [np.empty(0, np.uint8)] * len(reads)
+    for group in by_length.values():
+        sizes = [len(texts[i]) for i in group]
+        padded = np.full((len(group), max(sizes)), N_CODE, dtype=np.uint8)
+        for row, i in enumerate(group):
+            padded[row, : sizes[row]] = texts[i]
+        scores = batch_end_distances(np.stack([reads[i] for i in group]), padded, cap)
+        for row, i in enumerate(group):
+            found[i] = scores[row, : sizes[row]]
+    return found
+
+
 def dp_matrix(read: np.ndarray, text: np.ndarray) -> np.ndarray:
     """Full Sellers DP matrix (L + 1, T + 1) int32 with a free start in the text.
 

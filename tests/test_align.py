@@ -18,6 +18,7 @@ from marose.align import (
     end_distances_dp,
     loci_from_distances,
     loci_from_hits,
+    many_end_distances,
     search_hits,
     traceback,
 )
@@ -161,6 +162,18 @@ def test_batch_many_lanes(monkeypatch: pytest.MonkeyPatch) -> None:
     got = batch_end_distances(np.stack([c[0] for c in cases]), np.stack([c[1] for c in cases]), 12)
     for i, (read, text) in enumerate(cases):
         assert np.array_equal(got[i], end_distances(read, text, 12))
+
+
+def test_many_pairs_of_any_lengths_equal_single() -> None:
+    """Reads of mixed lengths, texts of mixed sizes (an empty one), in no order."""
+    rng = np.random.default_rng(5)
+    cases = [random_case(rng, int(length), int(size), with_n=i % 2 == 0)
+             for i, (length, size) in enumerate(rng.integers(1, 140, (30, 2)))]
+    cases.append((cases[0][0], cases[0][1][:0]))
+    got = many_end_distances([c[0] for c in cases], [c[1] for c in cases], 7)
+    assert len(got) == len(cases)
+    for (read, text), distances in zip(cases, got):
+        assert distances.dtype == np.uint8 and np.array_equal(distances, end_distances_dp(read, text, 7))
 
 
 # --- loci ----------------------------------------------------------------------

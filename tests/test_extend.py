@@ -111,10 +111,10 @@ def check_distances(device, case: Case, k: int):
     genome = device.to_device(case.genome)
     got = end_distances(device, case.reads, genome, read, start, length, k)
     assert got.shape == (len(read), max(LENGTHS) + 2 * k) and got.dtype == np.uint8
+    texts = [case.genome[start[c] : start[c] + length[c]] for c in range(len(read))]
+    expected = align.many_end_distances([case.reads[r] for r in read], texts, k)
     for c in range(len(read)):
-        text = case.genome[start[c] : start[c] + length[c]]
-        expected = align.end_distances(case.reads[read[c]], text, k)
-        assert np.array_equal(got[c, : length[c]], expected), (c, k)
+        assert np.array_equal(got[c, : length[c]], expected[c]), (c, k)
         assert (got[c, length[c] :] == align.NO_HIT).all()
     return got, (read, start, length, contig)
 
@@ -185,15 +185,20 @@ def device_candidates(device, rows: list[list[int]]) -> DeviceCandidates:
 def expected_row_loci(case: Case, rows: list[list[int]], offsets: np.ndarray, k: int):
     """Per row, (end, distance) of each locus from align: every window's ends within k, the
     least distance of each end, consecutive ends of one contig merged."""
-    found = []
+    windows = []  # (row, first base, end) of each window
     for r, starts in enumerate(rows):
-        length, best = len(case.reads[r]), {}
-        for p in set(starts):
+        for p in sorted(set(starts)):
             c = np.searchsorted(offsets, p, side="right") - 1
-            first, last = max(offsets[c], p - k), min(offsets[c + 1], p + length + k)
-            d = align.end_distances(case.reads[r], case.genome[first:last], k)
-            for j in np.flatnonzero(d <= k):
-                best[first + j] = min(best.get(first + j, 255), int(d[j]))
+            windows.append((r, max(offsets[c], p - k), min(offsets[c + 1], p + len(case.reads[r]) + k)))
+    distances = align.many_end_distances([case.reads[r] for r, _, _ in windows],
+                                         [case.genome[first:last] for _, first, last in windows], k)
+    best_of_row: list[dict] = [{} for _ in rows]
+    for (r, first, _), d in zip(windows, distances):
+        best = best_of_row[r]
+        for j in np.flatnonzero(d <= k):
+            best[first + j] = min(best.get(first + j, 255), int(d[j]))
+    found = []
+    for best in best_of_row:
         ends = np.array(sorted(best), dtype=np.int64)
         contig = np.searchsorted(offsets, ends, side="right") - 1
         _, loci_end, loci_dist = align.loci_from_hits(contig, ends, np.array([best[e] for e in ends.tolist()]))
@@ -423,9 +428,10 @@ def test_lambda_simulated_reads(device) -> None:
     reads = [r for piece in reads for r in (piece, reverse_complement(piece))]
     genome_buffer = device.to_device(genome)
     got = end_distances(device, reads, genome_buffer, read, start, length, k)
+    expected = align.many_end_distances([reads[r] for r in read],
+                                        [genome[s : s + n] for s, n in zip(start, length)], k)
     for c in range(len(read)):
-        expected = align.end_distances(reads[read[c]], genome[start[c] : start[c] + length[c]], k)
-        assert np.array_equal(got[c, : length[c]], expected)
+        assert np.array_equal(got[c, : length[c]], expected[c])
     windows = (np.array(read), np.array(start), np.array(length), np.zeros(len(read), np.int64))
     loci = loci_of(got, *windows, k)
     assert len(loci[0]) >= 120  # every read is found on one of its strands
