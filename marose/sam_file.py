@@ -250,37 +250,47 @@ _freeing: list = []  # those processes still running when the last started, kept
 
 
 def replace(tmp: str, path: str) -> None:
-    """os.replace(tmp, path), but a large regular file at path is freed by a process of its own:
-    freeing the blocks of the file an output replaces takes 0.2-0.4 s a gigabyte on ext4, which
-    os.replace would spend before marose can end. The old file keeps a second name in its folder
-    for the moment the new one takes its place."""
-    aside = _second_name(path)
-    replaced = False
-    try:
+    """os.replace(tmp, path), but a regular file at path is first renamed aside (a hidden name in
+    its folder) and tmp renamed onto the free name: ext4 writes a file's data out within a rename
+    that makes it replace another file (auto_da_alloc: 0.26 s for 600 MB on the 2-core machine),
+    not within one onto a free name. The old file is then removed, by a process of its own when it
+    is large and has no other name: freeing its blocks takes 0.2-0.4 s a gigabyte on ext4. A
+    failure, or SIGINT or SIGTERM (an exception here), gives the old file its name back."""
+    aside = _hidden_beside(path, "old") if _is_regular_file(path) else None
+    if aside is None:
         os.replace(tmp, path)
-        replaced = True
-    finally:  # a failure, or SIGINT or SIGTERM (an exception here), leaves the old file one name
-        if aside is not None:
-            _free_apart(aside) if replaced else _remove(aside)
+        return
+    try:
+        os.rename(path, aside)
+        os.rename(tmp, path)
+    finally:
+        if os.path.lexists(aside):
+            if os.path.lexists(path):
+                _remove_old(aside)
+            else:
+                os.rename(aside, path)
 
 
-def _second_name(path: str) -> str | None:
-    """A hard link to the large regular file at path, with no other name, in its folder; None
-    where there is none or the file system makes no links."""
+def _is_regular_file(path: str) -> bool:
+    """A regular file is at path (not a symbolic link, a device or a pipe)."""
     import stat
 
     try:
+        return stat.S_ISREG(os.stat(path, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _remove_old(path: str) -> None:
+    """Removes a replaced output: apart when it is large and this is its only name."""
+    try:
         found = os.stat(path, follow_symlinks=False)
     except OSError:
-        return None
-    if not stat.S_ISREG(found.st_mode) or found.st_nlink > 1 or found.st_size < FREED_APART_BYTES:
-        return None
-    aside = _hidden_beside(path, "old")
-    try:
-        os.link(path, aside, follow_symlinks=False)
-    except OSError:
-        return None
-    return aside
+        return
+    if found.st_nlink == 1 and found.st_size >= FREED_APART_BYTES:
+        _free_apart(path)
+    else:
+        _remove(path)
 
 
 def _hidden_beside(path: str, suffix: str) -> str:

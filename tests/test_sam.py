@@ -444,22 +444,51 @@ def test_a_large_output_replaced_is_freed_apart_and_a_linked_one_kept(tmp_path, 
                                                           "target.sam"]
 
 
+def test_an_output_written_over_a_file_is_renamed_onto_a_free_name(tmp_path, monkeypatch):
+    """The old file, small as it may be, is renamed aside before the output takes its name: a
+    rename that replaces a file makes ext4 write the output's data out first."""
+    from marose import sam_file
+
+    def forbidden(src, dst):
+        raise AssertionError("os.replace over a regular file")
+
+    taken = []
+    rename = os.rename
+
+    def watched(src, dst):
+        taken.append(os.path.lexists(dst))
+        rename(src, dst)
+
+    monkeypatch.setattr(sam_file.os, "replace", forbidden)
+    monkeypatch.setattr(sam_file.os, "rename", watched)
+    old = tmp_path / "old.sam"
+    old.write_bytes(b"x" * 10)
+    with SamWriter(str(old), "@HD\tVN:1.6\n") as out:
+        out.write(b"r1\t4\t*\t0\t0\t*\t*\t0\t0\tA\t*\n")
+    assert taken == [False, False]  # the old file aside, the output into place
+    assert old.read_bytes() == b"@HD\tVN:1.6\nr1\t4\t*\t0\t0\t*\t*\t0\t0\tA\t*\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["old.sam"]
+
+
 @pytest.mark.parametrize("failure, reported, message", [
     (PermissionError(13, "Permission denied"), MaroseError, "cannot write output"),
     (KeyboardInterrupt(), KeyboardInterrupt, None)])
 def test_a_replace_that_fails_leaves_the_old_output_with_one_name(tmp_path, monkeypatch, failure, reported, message):
     """When the output cannot take the old file's place, or Ctrl-C comes as it would, the old file
-    stays as it was, its second name gone, and nothing else is left in the folder."""
+    is back under its name, as it was, and nothing else is left in the folder."""
     from marose import sam_file
 
     monkeypatch.setattr(sam_file, "FREED_APART_BYTES", 1000)
     old = tmp_path / "old.sam"
     old.write_bytes(b"x" * 5000)
+    rename = os.rename
 
-    def refused(src, dst):
-        raise failure
+    def refused(src, dst):  # the new output's rename into place; the old file's renames go
+        if src.endswith(".tmp"):
+            raise failure
+        rename(src, dst)
 
-    monkeypatch.setattr(sam_file.os, "replace", refused)
+    monkeypatch.setattr(sam_file.os, "rename", refused)
     with pytest.raises(reported, match=message):
         with SamWriter(str(old), "@HD\tVN:1.6\n") as out:
             out.write(b"r1\t4\t*\t0\t0\t*\t*\t0\t0\tA\t*\n")
