@@ -16,7 +16,7 @@ import numpy as np
 from .cli import MEMS_MIN_LENGTH as MIN_LENGTH
 from .dna import N_CODE
 from .errors import MaroseError
-from .sam_file import replace as replace_output
+from .sam_file import replace as replace_output, spare_writeout_at_close
 
 MAX_SEED_LEN = 13  # GPUMEM's seed length; shorter for L below it
 MAX_BUCKET_BITS = 24  # a tile's bucket table holds at most 2^24 + 1 starts
@@ -322,6 +322,7 @@ def find_mems(ref_path: str, query_path: str, min_length: int, forward_coords: b
             replace_output(tmp, output)
         else:
             sys.stdout.flush()
+            spare_writeout_at_close(sys.stdout.fileno())
             with open(tmp, "rb") as text:
                 shutil.copyfileobj(text, sys.stdout.buffer)
     finally:

@@ -470,6 +470,35 @@ def test_an_output_written_over_a_file_is_renamed_onto_a_free_name(tmp_path, mon
     assert [p.name for p in tmp_path.iterdir()] == ["old.sam"]
 
 
+def test_an_empty_file_on_stdout_is_opened_and_closed_again_before_any_write(tmp_path, monkeypatch):
+    """The shell's `> out.sam` over a file leaves it empty on stdout: a descriptor of it is opened
+    and closed, which spares the output ext4's writeout at the last close; a file with text in it,
+    or a pipe, is left alone."""
+    from marose import sam_file
+
+    reopened = []
+    real = os.open
+
+    def recorded(path, flags, *args):
+        reopened.append(path)
+        return real(path, flags, *args)
+
+    empty, written = tmp_path / "empty.sam", tmp_path / "written.sam"
+    empty.write_bytes(b"")
+    written.write_bytes(b"@HD\tVN:1.6\n")
+    read_end, write_end = os.pipe()
+    descriptors = [os.open(empty, os.O_WRONLY), os.open(written, os.O_WRONLY), write_end]
+    monkeypatch.setattr(sam_file.os, "open", recorded)
+    try:
+        for fd in descriptors:
+            sam_file.spare_writeout_at_close(fd)
+    finally:
+        monkeypatch.undo()
+        for fd in (*descriptors, read_end):
+            os.close(fd)
+    assert reopened == [f"/proc/self/fd/{descriptors[0]}"]
+
+
 @pytest.mark.parametrize("failure, reported, message", [
     (PermissionError(13, "Permission denied"), MaroseError, "cannot write output"),
     (KeyboardInterrupt(), KeyboardInterrupt, None)])
