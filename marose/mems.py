@@ -322,7 +322,7 @@ def find_mems(ref_path: str, query_path: str, min_length: int, forward_coords: b
             replace_output(tmp, output)
         else:
             sys.stdout.flush()
-            spare_writeout_at_close(sys.stdout.fileno())
+            spare_writeout_at_close(sys.stdout.buffer)
             with open(tmp, "rb") as text:
                 shutil.copyfileobj(text, sys.stdout.buffer)
     finally:

@@ -28,7 +28,7 @@ class OutputFile:
         self.stream: BinaryIO
         if self.path is None:
             self.stream = sys.stdout.buffer
-            spare_writeout_at_close(self.stream.fileno())
+            spare_writeout_at_close(self.stream)
         elif _is_special(self.path):
             if is_bam_path(self.path):
                 raise MaroseError(f"{self.path}: BAM goes to a regular file; write SAM to a device or pipe")
@@ -272,16 +272,17 @@ def replace(tmp: str, path: str) -> None:
                 os.rename(aside, path)
 
 
-def spare_writeout_at_close(fd: int) -> None:
+def spare_writeout_at_close(stream) -> None:
     """ext4 writes a file's data out when its last descriptor closes if the file was cut to nothing
     and written again (auto_da_alloc), as the shell's `> out.sam` over an existing file leaves
     stdout: 0.22 s for 600 MB on the 2-core machine, spent as marose ends. The first close of any
     descriptor of the file ends that rule, so one opened and closed before anything is written
     makes it write out nothing. Nothing is done for anything but an empty regular file, or where
-    /proc cannot open it again."""
+    /proc cannot open it again, nor for a stream with no descriptor."""
     import stat
 
     try:
+        fd = stream.fileno()
         found = os.fstat(fd)
         if stat.S_ISREG(found.st_mode) and found.st_size == 0:
             os.close(os.open(f"/proc/self/fd/{fd}", os.O_RDONLY))
