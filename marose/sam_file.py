@@ -257,19 +257,22 @@ def replace(tmp: str, path: str) -> None:
     not within one onto a free name. The old file is then removed, by a process of its own when it
     is large and has no other name: freeing its blocks takes 0.2-0.4 s a gigabyte on ext4. A
     failure, or SIGINT or SIGTERM (an exception here), gives the old file its name back."""
-    aside = _hidden_beside(path, "old") if _is_regular_file(path) else None
-    if aside is None:
+    old = _regular_file(path)
+    if old is None:
         os.replace(tmp, path)
         return
+    aside = _hidden_beside(path, "old")
     try:
         os.rename(path, aside)
         os.rename(tmp, path)
     finally:
         if os.path.lexists(aside):
-            if os.path.lexists(path):
-                _remove_old(aside)
-            else:
+            if not os.path.lexists(path):
                 os.rename(aside, path)
+            elif old.st_nlink == 1 and old.st_size >= FREED_APART_BYTES:
+                _free_apart(aside)
+            else:
+                _remove(aside)
 
 
 def spare_writeout_at_close(stream) -> None:
@@ -290,26 +293,16 @@ def spare_writeout_at_close(stream) -> None:
         pass
 
 
-def _is_regular_file(path: str) -> bool:
-    """A regular file is at path (not a symbolic link, a device or a pipe)."""
+def _regular_file(path: str) -> os.stat_result | None:
+    """The stat of the regular file at path; None where there is none (nothing, a symbolic link,
+    a device or a pipe)."""
     import stat
 
     try:
-        return stat.S_ISREG(os.stat(path, follow_symlinks=False).st_mode)
-    except OSError:
-        return False
-
-
-def _remove_old(path: str) -> None:
-    """Removes a replaced output: apart when it is large and this is its only name."""
-    try:
         found = os.stat(path, follow_symlinks=False)
     except OSError:
-        return
-    if found.st_nlink == 1 and found.st_size >= FREED_APART_BYTES:
-        _free_apart(path)
-    else:
-        _remove(path)
+        return None
+    return found if stat.S_ISREG(found.st_mode) else None
 
 
 def _hidden_beside(path: str, suffix: str) -> str:
