@@ -253,10 +253,11 @@ _freeing: list = []  # those processes still running when the last started, kept
 def replace(tmp: str, path: str) -> None:
     """os.replace(tmp, path), but a regular file at path is first renamed aside (a hidden name in
     its folder) and tmp renamed onto the free name: ext4 writes a file's data out within a rename
-    that makes it replace another file (auto_da_alloc: 0.26 s for 600 MB on the 2-core machine),
-    not within one onto a free name. The old file is then removed, by a process of its own when it
-    is large and has no other name: freeing its blocks takes 0.2-0.4 s a gigabyte on ext4. A
-    failure, or SIGINT or SIGTERM (an exception here), gives the old file its name back."""
+    that makes it replace another file (auto_da_alloc: 0.14-0.27 s for 600 MB on the 2-core
+    machine, scripts/probes/overwrite_probe.py), not within one onto a free name. The old file is
+    then removed, by a process of its own when it is large and has no other name: freeing its
+    blocks takes 0.2-0.4 s a gigabyte on ext4. A failure, or SIGINT or SIGTERM (an exception
+    here), gives the old file its name back."""
     old = _regular_file(path)
     if old is None:
         os.replace(tmp, path)
@@ -278,10 +279,11 @@ def replace(tmp: str, path: str) -> None:
 def spare_writeout_at_close(stream) -> None:
     """ext4 writes a file's data out when its last descriptor closes if the file was cut to nothing
     and written again (auto_da_alloc), as the shell's `> out.sam` over an existing file leaves
-    stdout: 0.22 s for 600 MB on the 2-core machine, spent as marose ends. The first close of any
-    descriptor of the file ends that rule, so one opened and closed before anything is written
-    makes it write out nothing. Nothing is done for anything but an empty regular file, or where
-    /proc cannot open it again, nor for a stream with no descriptor."""
+    stdout: 0.23-0.25 s for 600 MB on the 2-core machine (scripts/probes/overwrite_probe.py),
+    spent as marose ends. The first close of any descriptor of the file ends that rule, so one
+    opened and closed before anything is written makes it write out nothing. Nothing is done for
+    anything but an empty regular file, or where /proc cannot open it again, nor for a stream with
+    no descriptor."""
     import stat
 
     try:
