@@ -42,6 +42,22 @@ inline uint chain_window(__global const uint *run, uint i, uint n, uint length, 
     return last;
 }
 
+/* Asks for the first two cache lines each pass reads of the windows of candidates [from, to), of
+ * those marked when backwards, so that a CPU tests its lanes while the next ones' bytes arrive:
+ * the windows lie far apart in the genome, and each first read of one otherwise waits on memory. */
+inline void prefetch_windows(__global const uchar *genome, __global const uint *run, uint from, uint to,
+                             uint length, uint k, __global const uchar *mark, uint backwards)
+{
+    for (uint j = from; j < to; ++j) {
+        if (backwards && !mark[j])
+            continue;
+        __global const uchar *edge = backwards ? genome + run[j] + length + k - 1u
+                                               : genome + (run[j] >= k ? run[j] - k : 0u);
+        PREFETCH_LINE(edge);
+        PREFETCH_LINE(backwards ? edge - min((uint)(edge - genome), 64u) : edge + 64);
+    }
+}
+
 /* Whether candidate i (> 0) continues the chain of the one before it. */
 inline bool continues_chain(__global const uint *run, uint i, uint k, __global const uint *contig_start,
                             uint n_contigs)
@@ -159,6 +175,8 @@ inline void mark_kept(PREFILTER_ARGS, const uint backwards, WINDOW_LIST_ARGS)
             while (backwards && i < last && !mark[i])
                 ++i;
         }
+        /* the windows of the next two rounds of lanes */
+        prefetch_windows(genome, run, i, min(last, i + 2u * LANES), length, k, mark, backwards);
         for (int c = 0; c < most; ++c) {
             #pragma unroll
             for (uint l = 0; l < LANES; ++l) {
