@@ -56,7 +56,7 @@ inline void word_step(ulong eq, ulong *p, ulong *m, ulong *hp, ulong *hm, uint b
 }
 
 /* One genome base through all words; returns the change of the bottom cell, -1, 0 or +1. */
-inline int next_column(const ulong *peq, ulong *pv, ulong *mv, uint words, uint last, uchar base_code)
+ALWAYS_INLINE int next_column(const ulong *peq, ulong *pv, ulong *mv, uint words, uint last, uchar base_code)
 {
     ulong hp = 0UL, hm = 0UL;  /* horizontal +1 / -1 entering the current word */
 #pragma unroll  /* the words' state stays in registers */
@@ -221,6 +221,21 @@ inline uint window_end(__global const uint *run, uint i, uint length, uint k, ui
     return min(contig_end, run[i] + length + k);
 }
 
+/* Asks a CPU for the bytes of the next window to align, from candidate i on (the next one kept
+ * where kept is given, looking up to 64 candidates ahead), while it aligns this one. */
+inline void prefetch_next_window(__global const uchar *genome, __global const uint *run, __global const uchar *kept,
+                                 uint i, uint n_candidates, uint length, uint k)
+{
+#if defined(PREFETCH) && PREFETCH
+    for (uint last = min(n_candidates, i + 64u); kept && i < last && !kept[i];)
+        ++i;
+    if (i < n_candidates) {
+        PREFETCH_LINE(genome + max(run[i], k) - k);
+        PREFETCH_LINE(genome + run[i] + length);
+    }
+#endif
+}
+
 /* An end e within k (score) of the window whose last candidate is merged, on contig c: it
  * extends the open locus when next to it, else closes that locus and opens one, owned by the
  * first window (from *owner on) that holds e. */
@@ -315,10 +330,7 @@ __kernel void row_loci(__global const uchar *read_codes, __global const uint *re
                && run[merged + 1u] < contig_start[c + 1])
             ++merged;
         uint end = window_end(run, merged, length, k, contig_start[c + 1]);
-        if (merged + 1u < n_candidates) {  /* a CPU waits for the next window's bytes while aligning this one */
-            PREFETCH_LINE(genome + max(run[merged + 1u], k) - k);
-            PREFETCH_LINE(genome + run[merged + 1u] + length);
-        }
+        prefetch_next_window(genome, run, kept_only ? kept : NULL, merged + 1u, n_candidates, length, k);
         if (locus.open && max(window, covered) > locus.last + 1u)
             close_locus(&locus, first, last, &n, capacity, ends, dists);  /* no window holds the next end */
         uint owner = i;  /* the first window holding the end at hand */

@@ -23,6 +23,14 @@ inline uint4 mul_hi32x4(uint4 a, uint b)
     return (uint4)(mul_hi32(a.s0, b), mul_hi32(a.s1, b), mul_hi32(a.s2, b), mul_hi32(a.s3, b));
 }
 
+/* A function inlined wherever the compiler takes clang's attribute: PoCL left next_column a call
+ * at every column of row_loci and traceback, its words' state passed through memory. */
+#if defined(__clang__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
 /* Asks for the cache line holding p where the program is built with PREFETCH=1 (a CPU) and the
  * compiler offers it (clang's builtin: PoCL). */
 #if defined(PREFETCH) && PREFETCH && defined(__has_builtin)
