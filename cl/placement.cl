@@ -98,25 +98,32 @@ void pattern_costs(PATTERN_ARGS, __global const uchar *reads, __global const uin
     }
 }
 
-/* The dynamic program of placement.choose_offsets, by one work-item: f[(j (x + 1) + s) P + o]
- * is the least cost of j + 1 patterns, the last at o, with s gaps shorter than width; a pattern
- * costs c[o] when a short gap follows it (it looks up its neighborhoods), else exact[o]. */
-inline void place_row(__local const uint *c, __local const uint *exact, __local uint *f, uint n_offsets, uint n,
-                      uint x, uint width, uint min_gap, __global uint *out)
-{
-    uint layers = x + 1u;
+/* The dynamic program of placement.choose_offsets, by a work-group: f[(j (x + 1) + s) P + o] is
+ * the least cost of j + 1 patterns, the last at o, with s gaps shorter than width; a pattern
+ * costs c[o] when a short gap follows it (it looks up its neighborhoods), else exact[o]. Each
+ * layer j is written by the work-items side by side, an offset each, from the layer before and
+ * its prefix minima (least[s P + o]: the least F(j - 1, s, o') over o' <= o), which one work-item
+ * a gap count writes first; the choice is then traced back by one work-item. */
 #define F(j, s, o) f[((j) * layers + (s)) * n_offsets + (o)]
 #define WIDE(j, s, q) (F(j, s, q) == NO_COST ? NO_COST : F(j, s, q) + (c[q] - exact[q]))
-    for (uint s = 0; s < layers; ++s)
-        for (uint o = 0; o < n_offsets; ++o)
+inline void place_row(__local const uint *c, __local const uint *exact, __local uint *f, __local uint *least,
+                      uint n_offsets, uint n, uint x, uint width, uint min_gap, __global uint *out)
+{
+    uint layers = x + 1u, lid = get_local_id(0);
+    for (uint o = lid; o < n_offsets; o += WG)
+        for (uint s = 0; s < layers; ++s)
             F(0u, s, o) = s == 0u ? exact[o] : NO_COST;
-    for (uint j = 1; j < n; ++j)
-        for (uint s = 0; s < layers; ++s) {
-            uint before = NO_COST; /* least F(j - 1, s, o') over o' <= o - width */
-            for (uint o = 0; o < n_offsets; ++o) {
-                if (o >= width)
-                    before = min(before, F(j - 1u, s, o - width));
-                uint best = before;
+    for (uint j = 1; j < n; ++j) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint s = lid; s < layers; s += WG) {
+            uint run = NO_COST;
+            for (uint o = 0; o < n_offsets; ++o)
+                least[s * n_offsets + o] = run = min(run, F(j - 1u, s, o));
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint o = lid; o < n_offsets; o += WG)
+            for (uint s = 0; s < layers; ++s) {
+                uint best = o >= width ? least[s * n_offsets + o - width] : NO_COST;
                 if (s > 0u && o >= min_gap)
                     /* q from o - min_gap down to the first with q + width <= o, or 0 (counting
                        down: a clamped start compiles to a saturating subtraction Oclgrind lacks) */
@@ -127,12 +134,15 @@ inline void place_row(__local const uint *c, __local const uint *exact, __local 
                     }
                 F(j, s, o) = best == NO_COST ? NO_COST : best + exact[o];
             }
-        }
-    uint o = 0, s = 0, least = NO_COST;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid != 0u)
+        return;
+    uint o = 0, s = 0, lowest = NO_COST;
     for (uint at = 0; at < n_offsets; ++at)
         for (uint t = 0; t < layers; ++t)
-            if (F(n - 1u, t, at) < least) {
-                least = F(n - 1u, t, at);
+            if (F(n - 1u, t, at) < lowest) {
+                lowest = F(n - 1u, t, at);
                 o = at;
                 s = t;
             }
@@ -148,15 +158,15 @@ inline void place_row(__local const uint *c, __local const uint *exact, __local 
         }
         out[j - 1u] = o;
     }
+}
 #undef WIDE
 #undef F
-}
 
 /* A work-group per row of row_list: row r takes n_placed[r] patterns with at most short_gaps[r]
  * gaps below width, from its costs at cost_base[r], in offsets[pattern_base[r], + n_placed[r]),
  * and NO_PATTERN in its other slots up to pattern_base[r + 1]; its patterns may then be exact
  * (exact_apart[r] = 1: looks_up_neighbors in cl/filter.cl); scratch holds
- * (n (x + 1) + 2) (len - width + 1) uints. */
+ * ((n + 1) (x + 1) + 2) (len - width + 1) uints. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void place_patterns(uint width, uint min_gap, __global const uint *row_list, __global const uint *read_length,
                     __global const uint *n_placed, __global const uint *short_gaps,
@@ -175,9 +185,9 @@ void place_patterns(uint width, uint min_gap, __global const uint *row_list, __g
     for (uint t = n + lid; t < np; t += WG)
         out[t] = NO_PATTERN;
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid == 0u) {
-        place_row(scratch, scratch + n_offsets, scratch + 2u * n_offsets, n_offsets, n, short_gaps[r], width, min_gap,
-                  out);
+    uint x = short_gaps[r];
+    place_row(scratch, scratch + n_offsets, scratch + (3u + x) * n_offsets, scratch + 2u * n_offsets, n_offsets, n,
+              x, width, min_gap, out);
+    if (lid == 0u)
         exact_apart[r] = 1;
-    }
 }

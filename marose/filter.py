@@ -14,7 +14,7 @@ from .device import PLAIN, Device, groups
 from .device_reads import PackedOnDevice
 from .dna import N_CODE, complement
 from .lookup import DeviceSegment
-from .placement import (COST_CAP, SEED_SHARE, Placement, min_gap, row_lookups, worth_placing,
+from .placement import (COST_CAP, SEED_SHARE, Placement, min_gap, row_lookups, scratch_words, worth_placing,
                         worth_ranking_neighborhoods)
 from .regions import leading_entries, region_offsets
 from .row_sort import TILE, sort_long_rows
@@ -299,7 +299,7 @@ class Filter:
         n = layout.n_placed.astype(np.int64)[placed]
         if np.any(n > np.diff(reads.pattern_base_host.astype(np.int64))[placed]):
             raise ValueError("a placement needs more patterns than the fixed layout it replaces")
-        scratch = (n * (layout.short_gaps[placed].astype(np.int64) + 1) + 2) * n_offsets[placed]
+        scratch = scratch_words(n, layout.short_gaps[placed].astype(np.int64), n_offsets[placed])
         rules = [d.to_device(np.asarray(a, np.uint32)) for a in (layout.n_placed, layout.short_gaps)]
         d.launch(self.place_kernel, (placed.size * self.wg,), (self.wg,), np.uint32(self.width),
                  np.uint32(self.min_gap), rows, reads.lengths_buffer, *rules, cost_base_buffer, cost, exact_cost,

@@ -128,7 +128,14 @@ class Placement:
 
     def scratch_words(self, read_length: int) -> int:
         """uints of local memory place_patterns takes for a row of this length."""
-        return (self.n * (self.short_gaps + 1) + 2) * (read_length - self.width + 1)
+        return scratch_words(self.n, self.short_gaps, read_length - self.width + 1)
+
+
+def scratch_words(n, short_gaps, n_offsets):
+    """uints of local memory place_patterns takes for rows of n patterns, at most short_gaps short
+    gaps and n_offsets offsets (numbers or arrays): the costs, the prefix minima of one layer of
+    the dynamic program, and its n layers."""
+    return ((n + 1) * (short_gaps + 1) + 2) * n_offsets
 
 
 def for_filter(read_length: int, k: int, mask: str, ln: int, e: int, step: int, covers: str) -> Placement | None:
