@@ -102,8 +102,8 @@ void pattern_costs(PATTERN_ARGS, __global const uchar *reads, __global const uin
  * the least cost of j + 1 patterns, the last at o, with s gaps shorter than width; a pattern
  * costs c[o] when a short gap follows it (it looks up its neighborhoods), else exact[o]. Each
  * layer j is written by the work-items side by side, an offset each, from the layer before and
- * its prefix minima (least[s P + o]: the least F(j - 1, s, o') over o' <= o), which one work-item
- * a gap count writes first; the choice is then traced back by one work-item. */
+ * its prefix minima (least[s P + o]: the least F(j - 1, s, o') over o' <= o, written first by a
+ * work-item for each gap count s); the choice is then traced back by one work-item. */
 #define F(j, s, o) f[((j) * layers + (s)) * n_offsets + (o)]
 #define WIDE(j, s, q) (F(j, s, q) == NO_COST ? NO_COST : F(j, s, q) + (c[q] - exact[q]))
 inline void place_row(__local const uint *c, __local const uint *exact, __local uint *f, __local uint *least,
