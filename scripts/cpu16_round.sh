@@ -9,8 +9,11 @@
 # and 100,000 of `simulate_reads.py --max-edits 4 --seed 1` against GRCh37 chrX, k = 5.
 #
 # Usage, from the repository root:  scripts/cpu16_round.sh BEFORE [POCL_ARCHIVE]
-# POCL_ARCHIVE: PyPI's PoCL where pyopencl's site lacks it: the pocl-binary-distribution wheel, or a
-# .tar.xz of its files, unpacked into /tmp/site (where scripts/device_env.sh installs the wheels).
+# POCL_ARCHIVE: PyPI's PoCL where pyopencl's site lacks it (the cp312 pyopencl wheel bundles an ICD
+# loader, not PoCL): a .tar.xz, made in a local install's site-packages, of
+# pyopencl/.libs/libpocl-*.so, pyopencl/.libs/pocl.icd and pocl_binary_distribution/, unpacked into
+# /tmp/site (where scripts/device_env.sh installs the wheels). pocl_binary_distribution alone (its
+# wheel) leaves that loader without PoCL.
 # Needs: bench/data/{athal_chr1,hs37_chrX}.fa, or .fa.gz or .fa.xz of them under bench/; the peers'
 # .deb files in bench/peers (minimap2, and seqan-apps for mason_simulator).
 set -uo pipefail
