@@ -15,6 +15,10 @@ walking as long as its longest, are compared with the columns walked. With --ord
 candidate is walked both ways (the read's first 64 bases forward, its last 64 backward, as the
 filter's two tests do), and the columns paid testing forward first (as the filter does) are
 compared with backward first, and with the cheaper order chosen for each row or each window.
+With --warps, every candidate is walked, and the columns that a GPU warp of 32 work-items pays
+for tasks of 8, 32 and 256 windows are compared with the columns walked: each rank of windows as
+long as the warp's longest (lockstep), or each work-item starting its next window at once
+(refilled).
 """
 
 from __future__ import annotations
@@ -127,6 +131,23 @@ def print_lanes(windows: Windows) -> None:
         print(f"{lanes} lanes: {paid / walked.sum():.2f}x the columns walked")
 
 
+def print_warps(windows: Windows, width: int = 32) -> None:
+    """Columns paid by a GPU warp of `width` work-items, each walking a task of S consecutive
+    windows (the filter over candidates with one lane a work-item): in lockstep, each window of a
+    work-item waits for the longest of the warp's windows of the same rank; refilled, each
+    work-item starts its next window as soon as one is decided, and the warp waits only for its
+    longest task. Tasks are cut from the candidates in order, across rows."""
+    _, walked = windows.walk(np.arange(windows.row.size), 64, 8)
+    walked = walked.astype(np.int64)
+    for size in (8, 32, 256):
+        n = walked.size // (size * width) * size * width
+        tasks = walked[:n].reshape(-1, width, size)
+        lockstep = width * tasks.max(axis=1).sum() / tasks.sum()
+        refilled = width * tasks.sum(axis=2).max(axis=1).sum() / tasks.sum()
+        print(f"tasks of {size}: lockstep {lockstep:.2f}x the columns walked, refilled {refilled:.2f}x "
+              f"({n:,} windows)")
+
+
 def mirrored(windows: Windows) -> Windows:
     """The same windows with the reads and the genome reversed: walking it forward walks the
     original backward from each window's end with the read's last bases."""
@@ -166,13 +187,16 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=100_000)
     parser.add_argument("--lanes", action="store_true", help="the cost of lanes side by side, over every candidate")
     parser.add_argument("--orders", action="store_true", help="the cost of each order of the two tests")
+    parser.add_argument("--warps", action="store_true", help="a GPU warp's cost, its lanes in lockstep or refilled")
     args = parser.parse_args()
     windows = Windows(args.index, args.reads, args.n, args.k)
     if args.lanes:
         print_lanes(windows)
     if args.orders:
         print_orders(windows)
-    if args.lanes or args.orders:
+    if args.warps:
+        print_warps(windows)
+    if args.lanes or args.orders or args.warps:
         return
     rng = np.random.default_rng(1)
     sample = np.sort(rng.choice(windows.row.size, min(windows.row.size, args.sample), replace=False))
