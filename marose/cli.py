@@ -13,7 +13,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Iterator
 
-from . import __version__
+from . import __version__, teardown
 from .errors import MaroseError, run_command
 from .progress import final_text
 
@@ -468,17 +468,20 @@ def entry() -> None:
     its idle threads spin on every core for a while after numpy is imported (2.1 CPU seconds on
     a 16-core host), taking the cores from the mapping threads."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    teardown.start()
     _end_process(main(exit_when_done=True))
 
 
 def _end_process(status: int) -> None:
     """Flushes stdout and stderr and ends the process with status at once: no thread is waited
-    for and no device object is freed one by one."""
+    for, no device object is freed one by one, and the driver's teardown is the helper's
+    (marose/teardown.py)."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe: nothing more can be said there
             pass
+    teardown.hand_over()
     os._exit(status)
 
 
