@@ -1,12 +1,12 @@
 """The device driver's teardown, handed to a helper process so that `marose` ends without it.
 
-A GPU driver tears its context down when the last reference to its device files goes: on an H100
-machine 0.09-0.18 s after `os._exit`, whatever memory the context held
-(scripts/probes/lifetime_probe.py), a tenth of a million reads' whole run. A helper forked at
-the command's start, before any thread or device exists, waits on a socket. Just before the
-process ends, it passes the helper its open character-device descriptors (the driver's files:
-/dev/nvidia*, /dev/kfd, /dev/dri/*), and the process is gone at once. The helper closes them,
-and with them the context, once the socket tells it that the process has ended.
+A GPU driver tears its context down when the last reference to its device files goes: on the
+H100 machine 0.07-0.22 s after `os._exit` in the runs measured (BENCHMARKS.md), about a tenth of
+a million reads' whole run. A helper forked at the command's start, before any thread or device
+exists, waits on a socket. Just before the process ends, it passes the helper its open
+character-device descriptors (the GPU driver's files: /dev/nvidia* on NVIDIA's), and the process
+is gone at once. The helper closes them, and with them the context, once the socket tells it
+that the process has ended.
 
 The helper holds nothing else: not stdin, stdout or stderr, so a pipe reading marose's output
 ends with marose, and not the output file. It ignores Ctrl-C, which reaches the whole process
@@ -23,8 +23,6 @@ import stat
 import sys
 
 MAX_FDS_A_MESSAGE = 250  # Linux takes at most 253 descriptors in one message (SCM_MAX_FD)
-
-
 _helper: socket.socket | None = None  # this process's end of the helper's socket, once started
 
 
