@@ -51,11 +51,11 @@ def hand_over() -> list[int]:
     before the process ends."""
     if _helper is None:
         return []
-    held = device_descriptors(exclude=_helper.fileno())
     try:
+        held = device_descriptors(exclude=_helper.fileno())
         for first in range(0, len(held), MAX_FDS_A_MESSAGE):
             socket.send_fds(_helper, [b"d"], held[first:first + MAX_FDS_A_MESSAGE])
-    except OSError:  # the helper is gone: the process tears the driver down itself
+    except OSError:  # no /proc, or the helper gone: the process tears the driver down itself
         return []
     return held
 

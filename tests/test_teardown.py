@@ -3,6 +3,7 @@ in for a GPU driver's files."""
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -78,3 +79,19 @@ def test_only_character_devices_but_the_standard_streams_are_handed_over(tmp_pat
 def test_without_a_helper_nothing_is_handed_over(monkeypatch):
     monkeypatch.setattr(teardown, "_helper", None)
     assert teardown.hand_over() == []
+
+
+def test_a_process_without_proc_ends_as_before(monkeypatch):
+    """hand_over runs on the way out of every marose command: a failure there is no error."""
+    mine, its = socket.socketpair()
+    monkeypatch.setattr(teardown, "_helper", mine)
+
+    def no_proc(path):
+        raise FileNotFoundError(path)
+
+    monkeypatch.setattr(teardown.os, "listdir", no_proc)
+    try:
+        assert teardown.hand_over() == []
+    finally:
+        mine.close()
+        its.close()
