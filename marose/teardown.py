@@ -34,8 +34,13 @@ def start() -> int | None:
         return None
     try:
         mine, its = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    except OSError:
+        return None
+    try:
         pid = os.fork()
     except OSError:
+        mine.close()
+        its.close()
         return None
     if pid == 0:
         mine.close()
