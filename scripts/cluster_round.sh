@@ -5,9 +5,10 @@
 # 1,000,000 reads of 100 bp against A. thaliana chr1 (k = 5): first one process with --device
 # lists, then, when Dask is importable, one Dask worker a GPU (scripts/bench_cluster.py scaling).
 # BENCHMARKS.md's "Many devices and Dask" GPU figures come from it. `chrx` adds 1,000,000 reads
-# of 100 bp against human chrX (k = 5); `human` maps 80,000 of them against the 3.1 Gbp
-# human-size reference (scripts/human_size.py, indexed here: about 5 minutes on 64 cores), in
-# batches of 5,000 so that every GPU gets some.
+# of 100 bp against human chrX (k = 5); `human` maps 1,000,000 reads of 100 bp against the
+# 3.1 Gbp human-size reference (scripts/human_size.py, indexed here: about 3 minutes on 64
+# cores; a second call on the same machine finds it made), then times one GPU against
+# `minimap2 -t 16 -x sr` and every GPU against minimap2 on every core, in turn (scripts/versus.py).
 #
 # Usage, from the repository root:  scripts/cluster_round.sh [local] [dask] [chrx] [human]
 # (default: local and dask)
@@ -21,7 +22,7 @@
 # sortedcontainers tblib tornado zict).
 set -uo pipefail
 . scripts/device_env.sh hs37_chrX
-work=/tmp/cluster-round
+work=/tmp/cluster-round repo=$PWD
 mkdir -p bench/data "$work"
 [ -e bench/data/arabidopsis_3sp.fa ] || gunzip -c bench/h/arabidopsis_3sp.fa.gz > bench/data/arabidopsis_3sp.fa
 [ -e "$work/athal_chr1.fa" ] || awk '/^>/ {n++} n == 1' bench/data/arabidopsis_3sp.fa > "$work/athal_chr1.fa"
@@ -47,13 +48,25 @@ if [[ $asked == *" chrx "* ]]; then
     python3 scripts/bench_cluster.py scaling -x bench/data/hs37_chrX.fa "$work/x100.fq" -k 5 --repeats 2 --devices "${lists[@]}"
 fi
 if [[ $asked == *" human "* ]]; then
-    [ -e "$work/human_size.fa" ] || python3 scripts/human_size.py --source bench/h/arabidopsis_3sp.fa.gz "$work/human_size.fa" -q
-    [ -e "$work/human_size.fa.marose" ] || T "index human_size" python3 -m indexer.cli "$work/human_size.fa" --max-memory 200G -q
-    [ -e "$work/hs100.fq" ] || python3 scripts/simulate_reads.py "$work/human_size.fa" "$work/hs100.fq" --n 80000 \
-        --length 100 --max-edits 4 --seed 11
-    echo "== 80,000 x 100 bp, 3.1 Gbp human-size reference"
-    python3 scripts/bench_cluster.py scaling -x "$work/human_size.fa" "$work/hs100.fq" -k 5 --repeats 1 --batch-size 5000 \
-        --devices "${lists[@]}"
+    hs=$work/human_size.fa
+    [ -e "$hs" ] || T "human_size.py" python3 scripts/human_size.py --source bench/h/arabidopsis_3sp.fa.gz "$hs" -q
+    [ -e "$work/hs100.fq" ] || python3 scripts/simulate_reads.py "$hs" "$work/hs100.fq" --n 1000000 \
+        --length 100 --max-edits 4 --seed 11 > /dev/null &
+    [ -e "$work/h.mmi" ] || ! command -v minimap2 > /dev/null ||
+        T "minimap2 index" minimap2 -t 16 -x sr -d "$work/h.mmi" "$hs" 2> /dev/null &
+    [ -e "$hs.marose" ] || python3 scripts/peak_memory.py -o "$work/runs.jsonl" -- \
+        python3 -m indexer.cli "$hs" --max-memory 200G -q
+    wait
+    echo "== 1,000,000 x 100 bp, 3.1 Gbp human-size reference"
+    python3 scripts/bench_cluster.py scaling -x "$hs" "$work/hs100.fq" -k 5 --repeats 2 --devices "${lists[@]}"
+    if [ -e "$work/h.mmi" ]; then
+        m="python3 -m marose.cli map -q -x $hs $work/hs100.fq -k 5"
+        (cd "$work" && python3 "$repo/scripts/versus.py" --rounds 2 \
+            --output "$work/a.sam" "$m --device ${gpus[0]} -o $work/a.sam" \
+            --output "$work/m16.sam" "minimap2 -t 16 -ax sr $work/h.mmi $work/hs100.fq -o $work/m16.sam" \
+            --output "$work/b.sam" "$m -o $work/b.sam" \
+            --output "$work/mall.sam" "minimap2 -t $(nproc) -ax sr $work/h.mmi $work/hs100.fq -o $work/mall.sam")
+    fi
 fi
 modes=()
 [[ $asked == *" local "* ]] && modes+=("")
