@@ -474,14 +474,14 @@ def entry() -> None:
 
 def _end_process(status: int) -> None:
     """Flushes stdout and stderr and ends the process with status at once: no thread is waited
-    for, no device object is freed one by one, and the driver's teardown is the helper's
-    (marose/teardown.py)."""
+    for, no device object is freed one by one, and the process's memory and the driver's teardown
+    are freed after it has gone (marose/teardown.py)."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe: nothing more can be said there
             pass
-    teardown.hand_over()
+    teardown.end()
     os._exit(status)
 
 

@@ -1,5 +1,5 @@
-"""The driver's teardown handed to a helper process (marose/teardown.py), with /dev/zero standing
-in for a GPU driver's files."""
+"""The process's end handed to a helper process (marose/teardown.py), with /dev/zero standing in
+for a GPU driver's files."""
 
 import os
 import signal
@@ -22,6 +22,24 @@ zero = os.open("/dev/zero", os.O_RDONLY)
 text = open(sys.argv[1])
 print(helper, zero, *teardown.hand_over(), flush=True)
 sys.stdin.readline()
+"""
+
+
+ENDING_CHILD = r"""
+import os, sys, time
+from marose import teardown
+if sys.argv[3] == "no sleeper":
+    teardown.make_sleeper = lambda: None
+helper = teardown.start()
+zero = os.open("/dev/zero", os.O_RDONLY)
+memory = bytearray(64 << 20)
+print("the output", flush=True)
+sleeper = teardown.end()
+with open(sys.argv[1], "w") as told:
+    print(helper, zero, sleeper, file=told)
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.01)
+os._exit(0)
 """
 
 
@@ -95,3 +113,51 @@ def test_a_process_without_proc_ends_as_before(monkeypatch):
     finally:
         mine.close()
         its.close()
+
+
+def test_a_sleeper_holds_the_process_memory_and_descriptors_until_the_helper_ends_it(tmp_path):
+    told, go = tmp_path / "told", tmp_path / "go"
+    child = subprocess.Popen([sys.executable, "-c", ENDING_CHILD, str(told), str(go), "sleeper"],
+                             stdout=subprocess.PIPE, text=True)
+    assert child.stdout.read() == "the output\n"  # stdout let go before the process ends
+    deadline = time.time() + 10
+    while not told.exists() or not told.read_text().endswith("\n"):
+        assert time.time() < deadline
+        time.sleep(0.01)
+    helper, zero, sleeper = map(int, told.read_text().split())
+    names = held(sleeper)  # the process's own table, shared
+    assert names[zero] == "/dev/zero" and [names[fd] for fd in (0, 1, 2)] == ["/dev/null"] * 3
+    status = open(f"/proc/{sleeper}/status").read()
+    assert int(status.split("VmRSS:")[1].split()[0]) > 64 << 10  # KiB: the process's memory
+    assert "/dev/zero" not in held(helper).values()  # nothing handed over where a sleeper holds it
+    go.touch()
+    assert child.wait(10) == 0
+    while not (ended(sleeper) and ended(helper)):  # long before the sleeper's own SLEEPER_SECONDS
+        assert time.time() < deadline
+        time.sleep(0.02)
+
+
+def test_without_a_sleeper_the_devices_are_handed_over(tmp_path):
+    told, go = tmp_path / "told", tmp_path / "go"
+    child = subprocess.Popen([sys.executable, "-c", ENDING_CHILD, str(told), str(go), "no sleeper"],
+                             stdout=subprocess.PIPE, text=True)
+    assert child.stdout.read() == "the output\n"
+    deadline = time.time() + 10
+    while not told.exists() or not told.read_text().endswith("\n"):
+        assert time.time() < deadline
+        time.sleep(0.01)
+    helper, zero, sleeper = told.read_text().split()
+    assert sleeper == "None"
+    while "/dev/zero" not in held(int(helper)).values():
+        assert time.time() < deadline
+        time.sleep(0.02)
+    go.touch()
+    assert child.wait(10) == 0
+    while not ended(int(helper)):
+        assert time.time() < deadline
+        time.sleep(0.02)
+
+
+def test_without_a_helper_the_end_is_the_process_own(monkeypatch):
+    monkeypatch.setattr(teardown, "_helper", None)
+    assert teardown.end() is None
