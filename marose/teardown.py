@@ -50,6 +50,7 @@ def start() -> int | None:
         mine, its = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     except OSError:
         return None
+    parent = os.getpid()  # the helper's own getppid() may already be another's
     try:
         pid = os.fork()
     except OSError:
@@ -58,7 +59,7 @@ def start() -> int | None:
         return None
     if pid == 0:
         mine.close()
-        _hold_until_the_process_ends(its)
+        _hold_until_the_process_ends(its, parent)
     its.close()
     _helper = mine
     return pid
@@ -138,13 +139,12 @@ def device_descriptors(exclude: int = -1) -> list[int]:
     return found
 
 
-def _hold_until_the_process_ends(sock: socket.socket) -> None:
+def _hold_until_the_process_ends(sock: socket.socket, process: int) -> None:
     """The helper: everything the fork copied closed but sock; the descriptors passed to it held
-    until the process closes its end, then released as the helper ends; a sleeper named to it
-    killed once the process has gone (its parent no longer the process)."""
+    until the process (pid process) closes its end, then released as the helper ends; a sleeper
+    named to it killed once the process has gone (the helper's parent no longer the process)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        process = os.getppid()
         quiet = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(quiet, fd)

@@ -1,6 +1,7 @@
 """The process's end handed to a helper process (marose/teardown.py), with /dev/zero standing in
 for a GPU driver's files."""
 
+import contextlib
 import os
 import signal
 import socket
@@ -39,6 +40,20 @@ with open(sys.argv[1], "w") as told:
     print(helper, zero, sleeper, file=told)
 while not os.path.exists(sys.argv[2]):
     time.sleep(0.01)
+os._exit(0)
+"""
+
+
+QUICK_CHILD = r"""
+import os, time
+from marose import teardown
+helper_runs = teardown._hold_until_the_process_ends
+def late_helper(*args):  # the helper gets the processor only once the process has gone
+    time.sleep(0.5)
+    helper_runs(*args)
+teardown._hold_until_the_process_ends = late_helper
+print(teardown.start(), flush=True)
+teardown.end()
 os._exit(0)
 """
 
@@ -115,49 +130,60 @@ def test_a_process_without_proc_ends_as_before(monkeypatch):
         its.close()
 
 
-def test_a_sleeper_holds_the_process_memory_and_descriptors_until_the_helper_ends_it(tmp_path):
-    told, go = tmp_path / "told", tmp_path / "go"
-    child = subprocess.Popen([sys.executable, "-c", ENDING_CHILD, str(told), str(go), "sleeper"],
-                             stdout=subprocess.PIPE, text=True)
-    assert child.stdout.read() == "the output\n"  # stdout let go before the process ends
-    deadline = time.time() + 10
-    while not told.exists() or not told.read_text().endswith("\n"):
-        assert time.time() < deadline
-        time.sleep(0.01)
-    helper, zero, sleeper = map(int, told.read_text().split())
-    names = held(sleeper)  # the process's own table, shared
-    assert names[zero] == "/dev/zero" and [names[fd] for fd in (0, 1, 2)] == ["/dev/null"] * 3
-    status = open(f"/proc/{sleeper}/status").read()
-    assert int(status.split("VmRSS:")[1].split()[0]) > 64 << 10  # KiB: the process's memory
-    assert "/dev/zero" not in held(helper).values()  # nothing handed over where a sleeper holds it
-    go.touch()
-    assert child.wait(10) == 0
-    while not (ended(sleeper) and ended(helper)):  # long before the sleeper's own SLEEPER_SECONDS
+def waited_for(condition, seconds: float = 10) -> None:
+    deadline = time.time() + seconds
+    while not condition():
         assert time.time() < deadline
         time.sleep(0.02)
+
+
+@contextlib.contextmanager
+def ending_child(tmp_path, mode: str):
+    """ENDING_CHILD run past its teardown.end(): (helper, /dev/zero's descriptor, sleeper) as it
+    told them; the child ends when the block does."""
+    told, go = tmp_path / "told", tmp_path / "go"
+    child = subprocess.Popen([sys.executable, "-c", ENDING_CHILD, str(told), str(go), mode],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.read() == "the output\n"  # stdout let go before the process ends
+        waited_for(lambda: told.exists() and told.read_text().endswith("\n"))
+        helper, zero, sleeper = told.read_text().split()
+        yield int(helper), int(zero), None if sleeper == "None" else int(sleeper)
+    finally:
+        go.touch()
+        if child.wait(10) != 0:
+            child.kill()
+
+
+def test_a_sleeper_holds_the_process_memory_and_descriptors_until_the_helper_ends_it(tmp_path):
+    with ending_child(tmp_path, "sleeper") as (helper, zero, sleeper):
+        names = held(sleeper)  # the process's own table, shared
+        assert names[zero] == "/dev/zero" and [names[fd] for fd in (0, 1, 2)] == ["/dev/null"] * 3
+        status = open(f"/proc/{sleeper}/status").read()
+        assert int(status.split("VmRSS:")[1].split()[0]) > 64 << 10  # KiB: the process's memory
+        assert "/dev/zero" not in held(helper).values()  # nothing handed over where a sleeper holds it
+    waited_for(lambda: ended(sleeper) and ended(helper))  # long before the sleeper's SLEEPER_SECONDS
 
 
 def test_without_a_sleeper_the_devices_are_handed_over(tmp_path):
-    told, go = tmp_path / "told", tmp_path / "go"
-    child = subprocess.Popen([sys.executable, "-c", ENDING_CHILD, str(told), str(go), "no sleeper"],
-                             stdout=subprocess.PIPE, text=True)
-    assert child.stdout.read() == "the output\n"
-    deadline = time.time() + 10
-    while not told.exists() or not told.read_text().endswith("\n"):
-        assert time.time() < deadline
-        time.sleep(0.01)
-    helper, zero, sleeper = told.read_text().split()
-    assert sleeper == "None"
-    while "/dev/zero" not in held(int(helper)).values():
-        assert time.time() < deadline
-        time.sleep(0.02)
-    go.touch()
-    assert child.wait(10) == 0
-    while not ended(int(helper)):
-        assert time.time() < deadline
-        time.sleep(0.02)
+    with ending_child(tmp_path, "no sleeper") as (helper, zero, sleeper):
+        assert sleeper is None
+        waited_for(lambda: "/dev/zero" in held(helper).values())
+    waited_for(lambda: ended(helper))
 
 
 def test_without_a_helper_the_end_is_the_process_own(monkeypatch):
     monkeypatch.setattr(teardown, "_helper", None)
     assert teardown.end() is None
+
+
+def test_the_helper_ends_when_the_process_ends_before_it_starts():
+    """A command that fails at once can end before its helper has run a line."""
+    child = subprocess.run([sys.executable, "-c", QUICK_CHILD], capture_output=True, text=True, timeout=30)
+    assert child.returncode == 0
+    helper = int(child.stdout)
+    try:
+        waited_for(lambda: ended(helper))  # a sleeper would end by itself after SLEEPER_SECONDS
+    finally:
+        if not ended(helper):
+            os.kill(helper, signal.SIGKILL)
