@@ -106,12 +106,21 @@ def test_upload_of_small_arrays_or_unstaged(device, staged):
     "GATTACA",
     "AC" + "N" * 1000 + "GT" + "N" * 257,  # runs of several pieces
 ])
-def test_genome_unpacked_on_the_device(device, sequence):
+@pytest.mark.parametrize("words", [None, 1, 3])  # the device's own, a GPU's, one that cuts words apart
+def test_genome_unpacked_on_the_device(device, sequence, words):
     codes = encode(sequence)
     packed = Reference(["c"], np.array([codes.size]), codes)
     stored = Reference(["c"], np.array([codes.size]), packed=packed.packed, runs=packed.runs)
-    got = device.read(unpack_genome(device, stored, *device.upload([stored.packed])), np.uint8, codes.size)
+    got = device.read(unpack_genome(device, stored, *device.upload([stored.packed]), words), np.uint8, codes.size)
     assert np.array_equal(got, codes) and np.array_equal(stored.codes, codes)
+
+
+def test_genome_packed_off_a_word_boundary_is_unpacked_a_byte_at_a_time(device):
+    ref = read_fasta(LAMBDA)
+    shifted = np.frombuffer(b"\0" + ref.packed.tobytes(), np.uint8)[1:]  # the host's copy one byte in
+    stored = Reference(ref.names, ref.lengths, packed=shifted, runs=ref.runs)
+    genome = unpack_genome(device, stored, *device.upload([shifted], staged=False))
+    assert np.array_equal(device.read(genome, np.uint8, ref.total_length), ref.codes)
 
 
 def test_genome_of_lambda_unpacked_on_the_device(device):

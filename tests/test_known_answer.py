@@ -56,7 +56,7 @@ def test_every_check_passes_on_the_cpu_device(device):
 
 def test_a_wrong_genome_kernel_stops_the_map_before_any_output(lambda_copy, tmp_path, monkeypatch, capsys,
                                                               fresh_cache):
-    break_kernel(monkeypatch, "genome.cl", "& (uchar4)3", "& (uchar4)1")
+    break_kernel(monkeypatch, "genome.cl", "return (b & 3u) |", "return (b & 1u) |")
     out = tmp_path / "out" / "lambda.sam"
     out.parent.mkdir()
     assert cli.main(["map", "-x", lambda_copy, READS, "-o", str(out)]) == 1
