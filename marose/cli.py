@@ -195,8 +195,8 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
     _in_background(_load_opencl_drivers)
     from indexer import store
 
-    from . import device_processes
-    from .device import choose_devices
+    from . import device_processes, pipeline
+    from .device import choose_device, choose_devices
     from .sam_file import SamWriter, output_threads
     from .session import map_reads, open_reads, open_session
 
@@ -208,7 +208,8 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
         return SamWriter(args.output, header, threads=output_threads(args.threads))
 
     # the index loads and the first batch is read while the devices are found and opened in this
-    # thread (which makes every OpenCL call); their batch size is asked for when the second batch is
+    # thread (which makes every OpenCL call); one device's batches after it are read ahead
+    # meanwhile, in its batch size, which several devices give once they are open
     loading = _in_background(store.load, path, False)
     device_batch_size: list = []  # how the devices' batch size is found, once they are open
     batches, bytes_read, layout = open_reads(args, lambda: device_batch_size[0]())
@@ -218,10 +219,12 @@ def run_map(args, log, exit_when_done: bool = False) -> None:
         device_processes.map_on_devices(args, specs, loading, reading, batches, bytes_read, layout, device_batch_size,
                                         command_line, log, setup_started)
     else:
-        session = open_session(loading, ",".join(specs), bool(args.stats), args.verbose, log, device_memory(args))
-        device_batch_size.append(lambda: default_batch_size(session.device))
-        map_reads(session, args, reading.result(), batches, bytes_read, open_output, command_line, log,
-                  setup_started, layout)
+        chosen = choose_device(specs[0])
+        device_batch_size.append(lambda: default_batch_size(chosen))
+        with pipeline.ReadAhead(batches, after=reading) as ahead:
+            session = open_session(loading, specs[0], bool(args.stats), args.verbose, log, device_memory(args))
+            map_reads(session, args, reading.result(), ahead, bytes_read, open_output, command_line, log,
+                      setup_started, layout)
     if exit_when_done:
         _end_process(0)
 
@@ -302,14 +305,16 @@ def batch_sizes(given: int | None, device_default: Callable[[], int]) -> Iterato
 
 
 def default_batch_size(device) -> int:
-    """Reads per batch on a device: on a CPU, batches smaller than a GPU's let one batch be
+    """Reads per batch on an OpenCL device: on a CPU, batches smaller than a GPU's let one batch be
     mapped while the next is read and the last written (100,000 H3 reads on the 2-core machine:
     2.58-2.72 s in batches of 25,000, 2.73-2.97 s in one batch). Many cores take larger ones,
     each kernel then having work for all of them, up to a GPU's (200,000 100 bp reads on 16
     cores: 1.49 s in batches of 25,000, 1.05-1.15 s in batches of 100,000)."""
-    if not device.is_cpu:
+    from .device import is_cpu
+
+    if not is_cpu(device):
         return GPU_BATCH
-    return min(GPU_BATCH, CPU_BATCH * max(1, device.compute_units // CPU_BATCH_CORES))
+    return min(GPU_BATCH, CPU_BATCH * max(1, device.max_compute_units // CPU_BATCH_CORES))
 
 
 def _load_opencl_drivers() -> None:

@@ -372,7 +372,7 @@ def map_chunk(index_path: str, fingerprint: str, options: dict, chunk: Chunk):
         batch = chunk.batch()
         # in the device's own batches, as a local run maps: a GPU worker mapped a million reads in
         # chunks of 100,000 in 0.93 s, in 1.28-1.35 s when it cut each chunk into four batches
-        batches = rebatched(batch, default_batch_size(session.device))
+        batches = rebatched(batch, default_batch_size(session.device.device))
         records = _Records(options["bam"])
         stats = map_reads(session, args, next(batches), batches, BytesRead(), lambda header: records, "",
                           lambda message: None, time.time())

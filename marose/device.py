@@ -81,6 +81,11 @@ def pocl_major(platform_version: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def is_cpu(device) -> bool:
+    """Whether an OpenCL device is a CPU."""
+    return bool(device.type & _cl().device_type.CPU)
+
+
 def is_oclgrind(device) -> bool:
     """Whether an OpenCL device is Oclgrind's simulator (an interpreter that checks kernels)."""
     return "oclgrind" in device.platform.name.lower()
@@ -214,7 +219,7 @@ class Device:
 
     @property
     def is_cpu(self) -> bool:
-        return bool(self.device.type & self.cl.device_type.CPU)
+        return is_cpu(self.device)
 
     @property
     def compute_units(self) -> int:

@@ -438,7 +438,7 @@ def run_device(spec: str, index_path: str, args, batches, messages) -> None:
         if not kept_at_close(args.output):  # output that cannot be taken back waits for the index's check
             session.checked.result()
         device = session.device.device
-        messages.send(("ready", describe(device), device.name.strip(), default_batch_size(session.device),
+        messages.send(("ready", describe(device), device.name.strip(), default_batch_size(session.device.device),
                        index_layout(session.on_device)))
         counts = collections.deque()  # of the batches received and not yet written
         with reads.InputFiles() as files:

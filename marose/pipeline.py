@@ -49,6 +49,43 @@ def _feed(items: Iterable, q: queue.Queue, stop: threading.Event) -> None:
         _put(q, _Failed(error), stop)
 
 
+class ReadAhead:
+    """The items of an iterator, read up to depth ahead in a thread of their own from the start,
+    so that reading them overlaps what the caller does before it asks for them (after: a read of
+    the same iterator under way, which this one waits for). An error comes where it happened;
+    leaving the ``with`` block stops the reading."""
+
+    def __init__(self, items: Iterator, after: Future | None = None, depth: int = 2):
+        self._stop = threading.Event()
+        self._queue: queue.Queue = queue.Queue(depth)
+        self._done = False
+        threading.Thread(target=self._read, args=(items, after), daemon=True).start()
+
+    def _read(self, items: Iterator, after: Future | None) -> None:
+        if after is not None:
+            after.exception()  # its error, if any, is the caller's to raise
+        _feed(items, self._queue, self._stop)
+
+    def __iter__(self) -> "ReadAhead":
+        return self
+
+    def __next__(self):
+        item = _END if self._done else _get(self._queue, self._stop)
+        if item is _END:
+            self._done = True
+            raise StopIteration
+        if isinstance(item, _Failed):
+            self._done = True
+            raise item.error
+        return item
+
+    def __enter__(self) -> "ReadAhead":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+
+
 def _drain(q: queue.Queue, consume: Callable, stop: threading.Event, failure: list) -> None:
     try:
         while (item := _get(q, stop)) is not _END:

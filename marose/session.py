@@ -102,7 +102,7 @@ def map_request(session: Session, args, open_output: OpenOutput, command_line: s
     from .cli import default_batch_size
 
     setup_started = time.time()
-    batches, bytes_read, layout = open_reads(args, lambda: default_batch_size(session.device))
+    batches, bytes_read, layout = open_reads(args, lambda: default_batch_size(session.device.device))
     map_reads(session, args, next(batches), batches, bytes_read, open_output, command_line, log, setup_started,
               layout)
 
@@ -291,7 +291,7 @@ def _timed(batches, stats, devices: list, layout, first_number: int):
     """The batches, each prepared for the device of the lane that maps it (its reads' text's copy
     queued; pipeline.run deals the i-th batch to lane i modulo the lanes, and first_number
     batches came before these), with the time spent reading, parsing and preparing them counted
-    as 'parse'."""
+    as 'parse' (of batches read ahead, the wait for them)."""
     from .device_reads import queue_text_upload
 
     for number in itertools.count(first_number):

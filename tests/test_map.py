@@ -172,11 +172,13 @@ def test_batch_sizes_a_small_first_batch_then_the_device_default():
     (True, 16, 100_000), (True, 64, 100_000),
 ])
 def test_the_default_batch_grows_with_a_cpu_s_cores(is_cpu, cores, size):
-    class Device:
-        compute_units = cores
+    import pyopencl as cl
 
-    Device.is_cpu = is_cpu
-    assert cli.default_batch_size(Device()) == size
+    class OpenCLDevice:
+        type = cl.device_type.CPU if is_cpu else cl.device_type.GPU
+        max_compute_units = cores
+
+    assert cli.default_batch_size(OpenCLDevice()) == size
 
 
 def test_output_is_identical_across_batch_sizes_and_segments(lambda_two_contigs, tmp_path):

@@ -38,3 +38,42 @@ def test_the_first_error_stops_the_run(where):
         pipeline.run(items(), work, consume)
     assert time.time() - started < 5
     assert consumed == list(range(len(consumed))) and len(consumed) <= 5  # in order, nothing after the error
+
+
+def test_read_ahead_reads_before_it_is_asked_and_keeps_order():
+    from concurrent.futures import ThreadPoolExecutor
+
+    read = []
+
+    def items():
+        for i in range(10):
+            read.append(i)
+            yield i
+
+    source = items()
+    with ThreadPoolExecutor(1) as pool:
+        first = pool.submit(next, source)  # a read of the same iterator under way
+        with pipeline.ReadAhead(source, after=first, depth=3) as ahead:
+            deadline = time.time() + 10
+            while len(read) < 5:  # the first, three queued and one waiting for room
+                assert time.time() < deadline
+                time.sleep(0.01)
+            time.sleep(0.05)
+            assert len(read) == 5  # no further
+            assert first.result() == 0 and list(ahead) == list(range(1, 10))
+            assert next(ahead, None) is None
+
+
+def test_read_ahead_raises_an_error_where_it_happened_and_stops_on_leaving():
+    def items():
+        yield 1
+        raise ValueError("bad record")
+
+    with pipeline.ReadAhead(items()) as ahead:
+        assert next(ahead) == 1
+        with pytest.raises(ValueError, match="bad record"):
+            next(ahead)
+    endless = pipeline.ReadAhead(iter(range(10**9)), depth=1)
+    with endless:
+        pass
+    assert next(endless, None) is None  # left: nothing more is read or given
