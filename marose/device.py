@@ -222,10 +222,6 @@ class Device:
         return is_cpu(self.device)
 
     @property
-    def compute_units(self) -> int:
-        return self.device.max_compute_units
-
-    @property
     def widens_grids(self) -> bool:
         """Whether launches without a work-group size are made POCL_WIDE_GRID work-items wide at
         least: on PoCL's CPU devices, so that such a kernel is compiled once whatever the size of
