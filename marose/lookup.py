@@ -156,8 +156,9 @@ def upload(device: Device, segment: Segment) -> DeviceSegment:
 def unpack_genome(device: Device, reference: Reference, packed, words: int | None = None):
     """A buffer of the reference's base codes, unpacked on the device from its packed bases
     (uploaded: a quarter of the bytes to copy, and no unpacking on the host) and N runs. A CPU's
-    work-items take UNPACK_WORDS_CPU words of the packing each (words overrides it): with one,
-    PoCL spent 0.065 s on chrX's 70 Mbp (2-core machine, PyPI's PoCL), with 16 0.027-0.030 s."""
+    work-items take UNPACK_WORDS_CPU words of the packing each (words overrides it): chrX's 70 Mbp
+    took PyPI's PoCL on the 2-core machine 0.034-0.037 s so, 0.055-0.067 s a word at a time
+    (scripts/probes/unpack_probe.py)."""
     length = reference.total_length
     codes = device.empty(length)
     words = words or (UNPACK_WORDS_CPU if device.is_cpu else 1)
