@@ -43,6 +43,35 @@ inline pattern_t make_pattern(__global const uchar *read, uint o, PATTERN_ARGS)
     return p;
 }
 
+#define NO_SEED 0xFFFFFFFFu /* a pattern slot that is empty or whose seed holds an N */
+
+/* A work-item per row of row_list (n_rows of them): the seed and neighborhood key of each of its
+ * pattern slots, so that filter_count and filter_emit, which run for every index segment and
+ * take a pattern several times, read them instead of the read's bases. */
+__kernel void pattern_keys(PATTERN_ARGS, __global const uchar *reads, __global const uint *read_offset,
+                           __global const uint *pattern_offset, __global const uint *pattern_base,
+                           __global const uint *row_list, uint n_rows, __global uint2 *pattern_key)
+{
+    uint i = get_global_id(0);
+    if (i >= n_rows)
+        return;
+    uint r = row_list[i];
+    __global const uchar *read = reads + read_offset[r];
+    for (uint s = pattern_base[r]; s < pattern_base[r + 1]; ++s) {
+        uint o = pattern_offset[s];
+        pattern_t p = make_pattern(read, o == NO_PATTERN ? 0u : o, span, ln, seed_mask);
+        pattern_key[s] = o != NO_PATTERN && p.ok ? (uint2)(p.seed, p.key) : (uint2)(NO_SEED, 0u);
+    }
+}
+
+/* The pattern of slot s, as pattern_keys wrote it. */
+inline pattern_t stored_pattern(__global const uint2 *pattern_key, uint s)
+{
+    uint2 k = pattern_key[s];
+    pattern_t p = {k.x, k.y, k.x != NO_SEED};
+    return p;
+}
+
 /* A seed's perfect hash: its vertices are [base, base + 3 part). */
 typedef struct {
     uint base;
@@ -153,10 +182,10 @@ inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __
 #define PREFETCH_PASS(VISIT)                                                                \
     do {                                                                                    \
         for (uint t = lid; t < np; t += WG) {                                               \
-            uint o = pattern_offset[first + t];                                             \
-            pattern_t p = make_pattern(read, o == NO_PATTERN ? 0u : o, span, ln, seed_mask); \
-            if (o == NO_PATTERN || !p.ok || p.seed - seed_lo >= n_seeds)                    \
+            pattern_t p = stored_pattern(pattern_key, first + t);                           \
+            if (!p.ok || p.seed - seed_lo >= n_seeds)                                       \
                 continue;                                                                   \
+            uint o = pattern_offset[first + t];                                             \
             bool wide = looks_up_neighbors(pattern_offset, first, t, np, o, span + ln, exact_apart[r]); \
             seed_hash_t h = seed_hash(p.seed - seed_lo, hash_seed, vertex_offset);          \
             FOR_EACH_NEIGHBOR_KEY(p.key, wide, VISIT, h);                                   \
@@ -183,7 +212,7 @@ inline bool looks_up_neighbors(__global const uint *pattern_offset, uint first, 
  * saved[saved_max P, + saved_max) and their number to n_found[P], so that filter_emit does not
  * look them up again. A work-group per row of row_list. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void filter_count(PATTERN_ARGS, uint saved_max, __global const uchar *reads, __global const uint *read_offset,
+void filter_count(PATTERN_ARGS, uint saved_max, __global const uint2 *pattern_key,
                   __global const uint *pattern_offset, SEGMENT_TABLES, __global const uint *row_list,
                   __global const uint *pattern_base, __global const uchar *exact_apart,
                   __global uint *item_count, __global uint *read_count,
@@ -191,7 +220,6 @@ void filter_count(PATTERN_ARGS, uint saved_max, __global const uchar *reads, __g
 {
     __local uint sum[WG];
     uint r = row_list[get_group_id(0)], lid = get_local_id(0);
-    __global const uchar *read = reads + read_offset[r];
     uint first = pattern_base[r], np = pattern_base[r + 1] - first;
     uint count = 0, found_here;
     __global uint2 *saved_here;
@@ -210,13 +238,14 @@ void filter_count(PATTERN_ARGS, uint saved_max, __global const uchar *reads, __g
         }                                       \
     } while (0)
     for (uint t = lid; t < np; t += WG) {
-        uint o = pattern_offset[first + t];
-        pattern_t p = make_pattern(read, o == NO_PATTERN ? 0u : o, span, ln, seed_mask);
+        pattern_t p = stored_pattern(pattern_key, first + t);
         found_here = 0;
         saved_here = saved + saved_max * (first + t);
-        bool wide = looks_up_neighbors(pattern_offset, first, t, np, o, span + ln, exact_apart[r]);
-        if (o != NO_PATTERN && p.ok && p.seed - seed_lo < n_seeds) /* the other seeds are other segments' */
+        if (p.ok && p.seed - seed_lo < n_seeds) { /* the other seeds are other segments' */
+            uint o = pattern_offset[first + t];
+            bool wide = looks_up_neighbors(pattern_offset, first, t, np, o, span + ln, exact_apart[r]);
             FOR_EACH_NEIGHBOR(p, wide, COUNT);
+        }
         n_found[first + t] = found_here;
     }
 #undef COUNT
@@ -240,8 +269,8 @@ inline uint read_start(uint q, uint o, __global const uint *contig_start, uint n
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void filter_emit(PATTERN_ARGS, uint saved_max, uint key_bits, __global const uchar *reads,
-                 __global const uint *read_offset, __global const uint *pattern_offset, SEGMENT_TABLES,
+void filter_emit(PATTERN_ARGS, uint saved_max, uint key_bits, __global const uint2 *pattern_key,
+                 __global const uint *pattern_offset, SEGMENT_TABLES,
                  __global const uint *pattern_base, __global const uchar *exact_apart, __global const uint2 *saved,
                  __global const uint *n_found, __global const uint *positions, __global const uint *contig_start, uint n_contigs,
                  __global const uint *item_count, __global const uint *out_offset,
@@ -250,7 +279,6 @@ void filter_emit(PATTERN_ARGS, uint saved_max, uint key_bits, __global const uch
 {
     __local uint keys_a[LOCAL_KEYS(CAP)], keys_b[LOCAL_KEYS(CAP)], hist[RADIX * WG], buf[WG];
     uint r = get_group_id(0), lid = get_local_id(0);
-    __global const uchar *read = reads + read_offset[r];
     uint first = pattern_base[r], np = pattern_base[r + 1] - first;
     uint total;
     uint at = scan_items(item_count[r * WG + lid], buf, lid, &total);
@@ -290,7 +318,7 @@ void filter_emit(PATTERN_ARGS, uint saved_max, uint key_bits, __global const uch
             for (uint j = 0; j < found_here; ++j)
                 EMIT(saved[saved_max * pattern + j]);
         } else {
-            pattern_t p = make_pattern(read, o, span, ln, seed_mask);
+            pattern_t p = stored_pattern(pattern_key, pattern);
             bool wide = looks_up_neighbors(pattern_offset, first, t, np, o, span + ln, exact_apart[r]);
             FOR_EACH_NEIGHBOR(p, wide, EMIT);
         }

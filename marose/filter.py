@@ -13,7 +13,7 @@ from . import row_sort
 from .device import PLAIN, Device, groups
 from .device_reads import PackedOnDevice
 from .dna import N_CODE, complement
-from .lookup import DeviceSegment
+from .lookup import DeviceSegment, Resident
 from .placement import (COST_CAP, SEED_SHARE, Placement, min_gap, row_lookups, scratch_words, worth_placing,
                         worth_ranking_neighborhoods)
 from .regions import leading_entries, region_offsets
@@ -181,6 +181,7 @@ class Filter:
         self.min_gap = min_gap(params.mask, params.ln, e)
         defines = program_defines(device, e, self.wg, self.capacity, lookups_at_once)
         self.fixed_kernel = device.kernel(PROGRAM, "fixed_offsets", defines)
+        self.keys_kernel = device.kernel(PROGRAM, "pattern_keys", defines)
         self.cost_kernel = device.kernel(PROGRAM, "pattern_costs", defines)
         self.place_kernel = device.kernel(PROGRAM, "place_patterns", defines)
         self.count_kernel = device.kernel(PROGRAM, "filter_count", defines)
@@ -215,19 +216,26 @@ class Filter:
             found = sum(c.read_counts(self.device) for c in counts.values())
             placed = np.flatnonzero(reads.placeable & worth_placing(found, reads.lengths, self.width))
         lookups, ranking = self.fixed_lookups(reads, layout) if count_lookups else 0, 0
+        row_counts: dict = {}
         if placed.size:
             rows = self.device.to_device(placed.astype(np.uint32))
             whole = worth_ranking_neighborhoods(found[placed], reads.lengths[placed], self.width, self.neighborhood)
             ranking = self.place(reads, layout, rows, placed, whole, segments())
+        if getattr(segments, "repeatable", False):
+            # every segment counted (again where placed) before any count is read, which then waits once
+            for seg in segments() if placed.size else ():
+                self.count(seg, reads, rows, placed.size, counts[id(seg.segment)])
+            row_counts = {key: counted.read_counts(self.device) for key, counted in counts.items()}
         emitted = {}
-        for seg in segments():  # counted again where placed, and emitted, in one walk
-            counted = counts[id(seg.segment)]
-            if placed.size:
-                self.count(seg, reads, rows, placed.size, counted)
-            row_counts = counted.read_counts(self.device)  # once the counts, and the placing before them, are done
+        for seg in segments():  # else counted again where placed, and emitted, in one walk
+            key = id(seg.segment)
+            if key not in row_counts:
+                if placed.size:
+                    self.count(seg, reads, rows, placed.size, counts[key])
+                row_counts[key] = counts[key].read_counts(self.device)  # once the counts and placing are done
             if count_lookups and placed.size and not emitted:  # read while nothing else is queued
                 lookups += self.placed_lookups(reads, placed)
-            emitted[id(seg.segment)] = self.emit(seg, reads, counted, row_counts)
+            emitted[key] = self.emit(seg, reads, counts[key], row_counts[key])
         return Filtered(reads, [emitted[key] for key in counts], placed, lookups, ranking)
 
     def fixed_lookups(self, reads: "FilterReads", layout: Layout) -> int:
@@ -266,12 +274,19 @@ class Filter:
         reads = FilterReads((strands.rows_on(d), strands.offsets_on(d), d.empty(4 * int(pattern_base[-1]))),
                             d.to_device(pattern_base), pattern_base, lengths, d.to_device(lengths.astype(np.uint32)),
                             usable & (layout.n_placed > 0), d.to_device(np.arange(strands.n, dtype=np.uint32)),
-                            d.to_device(np.asarray(layout.exact_apart, np.uint8)))
+                            d.to_device(np.asarray(layout.exact_apart, np.uint8)), d.empty(8 * int(pattern_base[-1])))
         if strands.n:
             d.launch(self.fixed_kernel, groups(strands.n, 64), None, np.uint32(self.width), reads.lengths_buffer,
                      d.to_device(np.asarray(layout.step, np.uint32)), reads.pattern_base, np.uint32(strands.n),
                      reads.buffers[2])
+            self.write_keys(reads, reads.all_rows, strands.n)
         return reads
+
+    def write_keys(self, reads: "FilterReads", rows, n_rows: int) -> None:
+        """The seed and key of each pattern slot of the rows (a buffer of n_rows row numbers),
+        from their offsets as they stand (pattern_keys)."""
+        self.device.launch(self.keys_kernel, groups(n_rows, 64), None, *self.shape, *reads.buffers,
+                           reads.pattern_base, rows, np.uint32(n_rows), reads.keys)
 
     def place(self, reads: "FilterReads", layout: Layout, rows, placed: np.ndarray, whole: np.ndarray,
               segments) -> int:
@@ -304,6 +319,7 @@ class Filter:
         d.launch(self.place_kernel, (placed.size * self.wg,), (self.wg,), np.uint32(self.width),
                  np.uint32(self.min_gap), rows, reads.lengths_buffer, *rules, cost_base_buffer, cost, exact_cost,
                  reads.pattern_base, reads.buffers[2], reads.exact_apart, d.cl.LocalMemory(4 * int(scratch.max())))
+        self.write_keys(reads, rows, placed.size)
         return int(np.sum(n_offsets[placed] * np.where(whole, self.neighborhood, 1)))
 
     def offsets(self, reads_on_device: "FilterReads") -> list[np.ndarray]:
@@ -323,7 +339,7 @@ class Filter:
                           d.empty(8 * self.saved * n_patterns), d.empty(4 * n_patterns), n)
         if n_rows:
             d.launch(self.count_kernel, (n_rows * self.wg,), (self.wg,), *self.shape, np.uint32(self.saved),
-                     *reads.buffers, *seg.tables, rows, reads.pattern_base, reads.exact_apart, into.item_count,
+                     reads.keys, reads.buffers[2], *seg.tables, rows, reads.pattern_base, reads.exact_apart, into.item_count,
                      into.read_count, into.saved, into.n_found)
         return into
 
@@ -347,7 +363,7 @@ class Filter:
         most_big = int(counts[counts > self.capacity].sum()) // (wg + 1)  # long ranges there can be
         big_ranges, listed = d.empty(16 * most_big), d.zeros(4)
         d.launch(self.emit_kernel, global_size, (wg,), *self.shape, np.uint32(self.saved), np.uint32(self.key_bits),
-                 *reads.buffers, *seg.tables, reads.pattern_base, reads.exact_apart, saved, n_found, seg.positions,
+                 reads.keys, reads.buffers[2], *seg.tables, reads.pattern_base, reads.exact_apart, saved, n_found, seg.positions,
                  self.contig_start, self.n_contigs, item_count, offsets_on_device, candidates, out_count, big_ranges,
                  listed)
         # launched when there is nothing to expand too, so that every filter check builds it
@@ -361,7 +377,7 @@ class Filter:
             active: np.ndarray | None = None) -> tuple[Candidates, "Filtered"]:
         """The candidates of every row on the host, sorted by row then start, unique (over the
         segments); and what the filter left on the device."""
-        filtered = self.candidates(strands, layout, active, lambda: iter(segments))
+        filtered = self.candidates(strands, layout, active, Resident(segments))
         return self.on_host(filtered, strands.n), filtered
 
     def on_host(self, filtered: "Filtered", n_rows: int) -> Candidates:
@@ -391,6 +407,7 @@ class FilterReads:
     placeable: np.ndarray  # bool per row: the layout allows placing its patterns
     all_rows: object  # uint32 0, 1, ..., n - 1: a row list of every row
     exact_apart: object  # uint8 per row: Layout.exact_apart, and 1 for rows placed
+    keys: object  # uint2 per pattern slot: its seed and neighborhood key (write_keys)
 
     @property
     def n_patterns(self) -> int:

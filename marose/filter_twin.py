@@ -15,7 +15,7 @@ from indexer.build import IndexParams, Segment
 
 from . import placement
 from .dna import N_CODE
-from .filter import Candidates, Layout, Strands, unique_candidates
+from .filter import NO_PATTERN, Candidates, Layout, Strands, unique_candidates
 from .sensitivity import neighborhood_size
 
 
@@ -51,6 +51,20 @@ def _seeds_and_keys(params: IndexParams, reads: np.ndarray, offsets) -> tuple[np
     after = reads[..., at + params.span + np.arange(params.ln)].astype(np.int64)
     key = np.sum(np.where(after == N_CODE, 0, after) << (2 * np.arange(params.ln)[::-1]), axis=-1)
     return seed, key, ok
+
+
+NO_SEED = 0xFFFFFFFF  # cl/filter.cl's mark of an empty pattern slot or a seed holding an N
+
+
+def slot_keys(params: IndexParams, read: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """What pattern_keys writes for a row's pattern slots at these read offsets (NO_PATTERN for
+    a slot left empty): (seed, neighborhood key) each, (NO_SEED, 0) where the slot is empty or
+    its seed holds an N."""
+    offsets = np.asarray(offsets, np.int64)
+    used = offsets != NO_PATTERN
+    seed, key, ok = _seeds_and_keys(params, read, np.where(used, offsets, 0))
+    kept = used & ok
+    return np.stack([np.where(kept, seed, NO_SEED), np.where(kept, key, 0)], axis=-1).astype(np.uint32)
 
 
 def pattern_costs(segments: Sequence[Segment], params: IndexParams, reads: np.ndarray, e: int) -> np.ndarray:

@@ -104,12 +104,27 @@ class DeviceIndex:
         it: every walk after the first uploads one part less. It stays no longer than the
         callable, so that the rest of a batch has the memory."""
         if self.resident:
-            return lambda: iter(self._segments)
+            return Resident(self._segments)
         return PartsInTurn(self.device, self.parts)
+
+
+class Resident:
+    """Segments kept on the device (DeviceIndex.in_turn): each walk gives them all at no cost,
+    so that a filter call may walk them more often than it must."""
+
+    repeatable = True
+
+    def __init__(self, segments: list[DeviceSegment]):
+        self.segments = segments
+
+    def __call__(self) -> Iterator[DeviceSegment]:
+        return iter(self.segments)
 
 
 class PartsInTurn:
     """Parts of an index uploaded in turn, the last one kept for the next walk (DeviceIndex.in_turn)."""
+
+    repeatable = False  # each walk uploads parts
 
     def __init__(self, device: Device, parts: list[Segment]):
         self.device, self.parts = device, parts

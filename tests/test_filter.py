@@ -11,7 +11,8 @@ from marose import filter as filter_module
 from marose import lookup
 from marose.dna import N_CODE, encode
 from marose.filter import Filter, Layout, Strands
-from marose.filter_twin import fixed_offsets, layout_patterns, pattern_offsets, patterns, reference_filter
+from marose.filter_twin import (NO_SEED, fixed_offsets, layout_patterns, pattern_offsets, patterns, reference_filter,
+                                slot_keys)
 from marose.placement import Placement, min_gap
 from marose.reads import ReadBatch
 from marose.reference import Reference, read_fasta
@@ -95,6 +96,31 @@ def test_kernel_equals_numpy_twin(device, mask, ln, e, step, seg_size, batch, wg
             assert np.all(np.diff(found[on_device.offsets[r]:on_device.offsets[r] + written[r]].astype(np.int64)) > 0)
     if placed:
         assert 0 < filtered.placed.size < strands.n and np.all(filtered.placed % 3 > 0)
+
+
+def test_pattern_keys_equal_the_twin(device):
+    """Each pattern slot's seed and key as pattern_keys writes them for filter_count and
+    filter_emit, fixed rows and placed ones (whose empty slots and seeds with an N read NO_SEED),
+    against the twin."""
+    rng = np.random.default_rng(43)
+    ref = with_copies(read_fasta(LAMBDA), rng)
+    params = IndexParams("#####-##", 6, 1 << 26)
+    copies = Reference(["copies"], ref.lengths[-1:], ref.codes[ref.offsets[-2]:])
+    strands = simulated_strands(copies, 40, 60, rng, n_with_n=8)  # reads of the repeats: their rows are placed
+    filt = Filter(device, params, 0, ref.total_length, ref.offsets)
+    layout = Layout.fixed(strands.n, 14)
+    layout.place(np.arange(strands.n) % 3 > 0, Placement(3, 0, min_gap(params.mask, params.ln, 0), params.width))
+    segments = [lookup.upload(device, seg) for seg in build_segments(ref, params)]
+    reads = filt.candidates(strands, layout, None, lambda: iter(segments)).reads
+    base = reads.pattern_base_host.astype(np.int64)
+    offsets = device.read(reads.buffers[2], np.uint32, int(base[-1]))
+    keys = device.read(reads.keys, np.uint32, 2 * int(base[-1])).reshape(-1, 2)
+    for r in range(strands.n):
+        row = slice(base[r], base[r + 1])
+        want = slot_keys(params, strands.codes[r, :strands.lengths[r]], offsets[row])
+        assert np.array_equal(keys[row], want), r
+    assert np.any(offsets == filter_module.NO_PATTERN) and np.any(keys[:, 0] == NO_SEED)
+    assert np.count_nonzero(keys[:, 0] != NO_SEED) > strands.n
 
 
 def test_parts_in_turn_keep_the_last_upload_for_the_next_walk(device, monkeypatch):
