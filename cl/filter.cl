@@ -178,13 +178,14 @@ inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __
     } while (0)
 /* A pass of filter_count over the work-group's patterns of this segment, VISIT (PREFETCH_G_ or
  * PREFETCH_SLOT_) on each key it will look up, then a barrier: PoCL runs the pass for every
- * work-item before any goes on. */
+ * work-item before any goes on. here[lid] is set where the work-item has such a pattern. */
 #define PREFETCH_PASS(VISIT)                                                                \
     do {                                                                                    \
         for (uint t = lid; t < np; t += WG) {                                               \
             pattern_t p = stored_pattern(pattern_key, first + t);                           \
             if (!p.ok || p.seed - seed_lo >= n_seeds)                                       \
                 continue;                                                                   \
+            here[lid] = 1;                                                                  \
             uint o = pattern_offset[first + t];                                             \
             bool wide = looks_up_neighbors(pattern_offset, first, t, np, o, span + ln, exact_apart[r]); \
             seed_hash_t h = seed_hash(p.seed - seed_lo, hash_seed, vertex_offset);          \
@@ -224,7 +225,20 @@ void filter_count(PATTERN_ARGS, uint saved_max, __global const uint2 *pattern_ke
     uint count = 0, found_here;
     __global uint2 *saved_here;
 #if PREFETCH /* every work-item asks for its g words, then its slots, before any work-item reads one */
+    __local uchar here[WG];
+    here[lid] = 0;
     PREFETCH_PASS(PREFETCH_G_);
+    uchar any_here = 0;
+    for (uint i = 0; i < WG; ++i)
+        any_here |= here[i];
+    if (!any_here) { /* a row with no pattern in this segment (one of several) skips the barriers below */
+        for (uint t = lid; t < np; t += WG)
+            n_found[first + t] = 0;
+        item_count[r * WG + lid] = 0;
+        if (lid == 0)
+            read_count[r] = 0;
+        return;
+    }
     PREFETCH_PASS(PREFETCH_SLOT_);
 #endif
 #define COUNT(range)                            \
@@ -268,9 +282,11 @@ inline uint read_start(uint q, uint o, __global const uint *contig_start, uint n
     return q - first >= o ? q - o : first;
 }
 
+/* A work-group per row of row_list (the host lists the rows whose patterns found positions in
+ * this segment; the others' out_count it leaves at 0). */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void filter_emit(PATTERN_ARGS, uint saved_max, uint key_bits, __global const uint2 *pattern_key,
-                 __global const uint *pattern_offset, SEGMENT_TABLES,
+                 __global const uint *pattern_offset, SEGMENT_TABLES, __global const uint *row_list,
                  __global const uint *pattern_base, __global const uchar *exact_apart, __global const uint2 *saved,
                  __global const uint *n_found, __global const uint *positions, __global const uint *contig_start, uint n_contigs,
                  __global const uint *item_count, __global const uint *out_offset,
@@ -278,7 +294,7 @@ void filter_emit(PATTERN_ARGS, uint saved_max, uint key_bits, __global const uin
                  __global uint *n_big)
 {
     __local uint keys_a[LOCAL_KEYS(CAP)], keys_b[LOCAL_KEYS(CAP)], hist[RADIX * WG], buf[WG];
-    uint r = get_group_id(0), lid = get_local_id(0);
+    uint r = row_list[get_group_id(0)], lid = get_local_id(0);
     uint first = pattern_base[r], np = pattern_base[r + 1] - first;
     uint total;
     uint at = scan_items(item_count[r * WG + lid], buf, lid, &total);

@@ -354,23 +354,30 @@ class Filter:
             return DeviceCandidates(d.empty(4), d.to_device(np.zeros(1, np.uint32)), d.empty(4),
                                     np.zeros(1, np.uint32))
         wg = self.wg
-        global_size = (n * wg,)
-        item_count, read_count, saved, n_found = counted.item_count, counted.read_count, counted.saved, counted.n_found
         counts = counted.read_counts(d) if counts is None else counts
         offsets = region_offsets(counts)
-        candidates, out_count = d.empty(4 * int(offsets[-1])), d.empty(4 * n)
+        candidates = d.empty(4 * int(offsets[-1]))
         offsets_on_device = d.to_device(offsets)
         most_big = int(counts[counts > self.capacity].sum()) // (wg + 1)  # long ranges there can be
         big_ranges, listed = d.empty(16 * most_big), d.zeros(4)
-        d.launch(self.emit_kernel, global_size, (wg,), *self.shape, np.uint32(self.saved), np.uint32(self.key_bits),
-                 reads.keys, reads.buffers[2], *seg.tables, reads.pattern_base, reads.exact_apart, saved, n_found, seg.positions,
-                 self.contig_start, self.n_contigs, item_count, offsets_on_device, candidates, out_count, big_ranges,
-                 listed)
+        # a work-group costs a CPU its barriers even where it finds nothing: rows without
+        # positions in this segment (many, where an index has several) are left out
+        found = np.flatnonzero(counts)
+        if found.size == n:
+            out_count, row_list = d.empty(4 * n), reads.all_rows
+        else:
+            out_count, row_list = d.zeros(4 * n), d.to_device(found.astype(np.uint32))
+        if found.size:
+            d.launch(self.emit_kernel, (found.size * wg,), (wg,), *self.shape, np.uint32(self.saved),
+                     np.uint32(self.key_bits), reads.keys, reads.buffers[2], *seg.tables, row_list,
+                     reads.pattern_base, reads.exact_apart, counted.saved, counted.n_found, seg.positions,
+                     self.contig_start, self.n_contigs, counted.item_count, offsets_on_device, candidates, out_count,
+                     big_ranges, listed)
         # launched when there is nothing to expand too, so that every filter check builds it
         d.launch(self.expand_kernel, (max(1, most_big) * wg,), (wg,), big_ranges, listed, seg.positions,
                  self.contig_start, self.n_contigs, candidates)
         sort_long_rows(d, wg, self.capacity, self.key_bits, candidates, offsets, offsets_on_device, counts,
-                       read_count, out_count)
+                       counted.read_count, out_count)
         return DeviceCandidates(candidates, offsets_on_device, out_count, offsets)
 
     def run(self, strands: Strands, layout: Layout, segments: list[DeviceSegment],
