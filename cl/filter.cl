@@ -283,9 +283,11 @@ inline uint read_start(uint q, uint o, __global const uint *contig_start, uint n
 }
 
 /* A work-group per row of row_list (the host lists the rows whose patterns found positions in
- * this segment; the others' out_count it leaves at 0). */
+ * this segment; the others' out_count it leaves at 0). With sorts 0 no row is sorted here: each
+ * is written as found, at out_offset, for the host to sort with other segments' candidates
+ * (marose/row_sort.py, sort_rows). */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void filter_emit(PATTERN_ARGS, uint saved_max, uint key_bits, __global const uint2 *pattern_key,
+void filter_emit(PATTERN_ARGS, uint saved_max, uint key_bits, uint sorts, __global const uint2 *pattern_key,
                  __global const uint *pattern_offset, SEGMENT_TABLES, __global const uint *row_list,
                  __global const uint *pattern_base, __global const uchar *exact_apart, __global const uint2 *saved,
                  __global const uint *n_found, __global const uint *positions, __global const uint *contig_start, uint n_contigs,
@@ -304,7 +306,7 @@ void filter_emit(PATTERN_ARGS, uint saved_max, uint key_bits, __global const uin
         return;
     }
     __global uint *out = candidates + out_offset[r];
-    bool local_sort = total <= CAP;
+    bool local_sort = sorts && total <= CAP;
     uint o;
     /* a long range of a row sorted later is left to expand_ranges */
 #define EMIT(range)                                                                            \

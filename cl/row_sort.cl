@@ -1,6 +1,7 @@
 /* Sorting rows too long for one work-group's local memory, by many work-groups at once. Row r
  * holds total[r] values at values + offset[r]; it leaves sorted and unique at the same place,
- * with the number of distinct values in out_count[r].
+ * with the number of distinct values in out_count[r]. (sort_rows sorts the rows that fit, a
+ * work-group each.)
  *
  *   sort_chunks    a work-group per chunk of CAP: sorted and made unique in local memory,
  *                  padded with NONE (which sorts last) to its size;
@@ -26,6 +27,22 @@ inline uint rounds_for(uint total)
     while (((ulong)CAP << j) < total)
         ++j;
     return j;
+}
+
+/* A work-group per row of rows, of at most CAP values: sorted and made unique in local memory. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void sort_rows(uint key_bits, __global uint *values, __global const uint *rows, __global const uint *offset,
+               __global const uint *total, __global uint *out_count)
+{
+    __local uint keys_a[LOCAL_KEYS(CAP)], keys_b[LOCAL_KEYS(CAP)], hist[RADIX * WG], buf[WG];
+    uint r = rows[get_group_id(0)], lid = get_local_id(0), n = total[r];
+    __global uint *row = values + offset[r];
+    for (uint i = lid; i < n; i += WG)
+        keys_a[LOCAL_AT(i)] = row[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint n_unique = store_sorted_unique(keys_a, keys_b, n, hist, buf, lid, key_bits, row);
+    if (lid == 0)
+        out_count[r] = n_unique;
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))

@@ -17,7 +17,7 @@ from .lookup import DeviceSegment, Resident
 from .placement import (COST_CAP, SEED_SHARE, Placement, min_gap, row_lookups, scratch_words, worth_placing,
                         worth_ranking_neighborhoods)
 from .regions import leading_entries, region_offsets
-from .row_sort import TILE, sort_long_rows
+from .row_sort import TILE, sort_long_rows, sort_rows
 from .sensitivity import neighborhood_size, pattern_offsets
 
 PROGRAM = ("murmur3.cl", "phf.cl", "search.cl", "scan.cl", "sort.cl", "filter.cl", "placement.cl")
@@ -196,8 +196,9 @@ class Filter:
 
     def candidates(self, strands: Strands, layout: Layout, active: np.ndarray | None,
                    segments: Callable[[], Iterable[DeviceSegment]], count_lookups: bool = True) -> "Filtered":
-        """The candidates of the active rows, left on the device, one DeviceCandidates a segment
-        (segments() gives every segment of the index, in turn, each time it is called).
+        """The candidates of the active rows, left on the device, one DeviceCandidates a segment,
+        or one for all where the index stays on the device (segments() gives every segment of
+        the index, in turn, each time it is called).
 
         Every row's patterns are first counted in the fixed layout. A row that layout.n_placed
         allows to place, whose fixed patterns find more positions than it has offsets (what
@@ -226,6 +227,11 @@ class Filter:
             for seg in segments() if placed.size else ():
                 self.count(seg, reads, rows, placed.size, counts[id(seg.segment)])
             row_counts = {key: counted.read_counts(self.device) for key, counted in counts.items()}
+        if len(row_counts) > 1 and reads.lengths.size:  # a resident index of several segments
+            if count_lookups and placed.size:
+                lookups += self.placed_lookups(reads, placed)
+            together = self.emit_together(list(segments()), reads, counts, row_counts)
+            return Filtered(reads, [together], placed, lookups, ranking)
         emitted = {}
         for seg in segments():  # else counted again where placed, and emitted, in one walk
             key = id(seg.segment)
@@ -353,32 +359,58 @@ class Filter:
         if n == 0:
             return DeviceCandidates(d.empty(4), d.to_device(np.zeros(1, np.uint32)), d.empty(4),
                                     np.zeros(1, np.uint32))
-        wg = self.wg
         counts = counted.read_counts(d) if counts is None else counts
         offsets = region_offsets(counts)
-        candidates = d.empty(4 * int(offsets[-1]))
+        candidates, offsets_on_device = d.empty(4 * int(offsets[-1])), d.to_device(offsets)
+        out_count = d.empty(4 * n) if np.all(counts) else d.zeros(4 * n)
+        self.write_found(seg, reads, counted, counts, offsets_on_device, candidates, out_count, True)
+        sort_long_rows(d, self.wg, self.capacity, self.key_bits, candidates, offsets, offsets_on_device, counts,
+                       counted.read_count, out_count)
+        return DeviceCandidates(candidates, offsets_on_device, out_count, offsets)
+
+    def emit_together(self, segments: list[DeviceSegment], reads: "FilterReads", counts: dict,
+                      row_counts: dict) -> "DeviceCandidates":
+        """The candidates of every segment of a resident index in one list, sorted and unique by
+        row, from each segment's counts (counts and row_counts, by segment): each segment writes
+        its read starts as found after those of the segments before it, and each row is sorted
+        once (row_sort.sort_rows), where a list a segment would be sorted apart and merged
+        again by row_loci."""
+        d, n = self.device, reads.lengths.size
+        per_segment = np.stack([row_counts[id(seg.segment)] for seg in segments])
+        totals = per_segment.sum(axis=0)
+        offsets = region_offsets(totals)
+        candidates, out_count = d.empty(4 * int(offsets[-1])), d.zeros(4 * max(1, n))
+        before = offsets[:-1] + np.cumsum(per_segment, axis=0) - per_segment  # where each segment's go
+        for seg, at, found in zip(segments, before, per_segment):
+            self.write_found(seg, reads, counts[id(seg.segment)], found, d.to_device(at.astype(np.uint32)),
+                             candidates, out_count, False)
         offsets_on_device = d.to_device(offsets)
-        most_big = int(counts[counts > self.capacity].sum()) // (wg + 1)  # long ranges there can be
+        sort_rows(d, self.wg, self.capacity, self.key_bits, candidates, offsets, offsets_on_device, totals,
+                  d.to_device(totals.astype(np.uint32)), out_count)
+        return DeviceCandidates(candidates, offsets_on_device, out_count, offsets)
+
+    def write_found(self, seg: DeviceSegment, reads: "FilterReads", counted: "Counts", counts: np.ndarray,
+                    out_offset, candidates, out_count, sorts: bool) -> None:
+        """filter_emit and expand_ranges of the segment: each row's read starts from out_offset[r]
+        of candidates (counts: the positions it found there), sorted and unique with their number
+        in out_count where sorts and they fit local memory, else as found."""
+        d, wg = self.device, self.wg
+        long_rows = counts if not sorts else counts[counts > self.capacity]
+        most_big = int(long_rows.sum()) // (wg + 1)  # long ranges there can be
         big_ranges, listed = d.empty(16 * most_big), d.zeros(4)
         # a work-group costs a CPU its barriers even where it finds nothing: rows without
         # positions in this segment (many, where an index has several) are left out
         found = np.flatnonzero(counts)
-        if found.size == n:
-            out_count, row_list = d.empty(4 * n), reads.all_rows
-        else:
-            out_count, row_list = d.zeros(4 * n), d.to_device(found.astype(np.uint32))
+        row_list = reads.all_rows if found.size == counts.size else d.to_device(found.astype(np.uint32))
         if found.size:
             d.launch(self.emit_kernel, (found.size * wg,), (wg,), *self.shape, np.uint32(self.saved),
-                     np.uint32(self.key_bits), reads.keys, reads.buffers[2], *seg.tables, row_list,
+                     np.uint32(self.key_bits), np.uint32(sorts), reads.keys, reads.buffers[2], *seg.tables, row_list,
                      reads.pattern_base, reads.exact_apart, counted.saved, counted.n_found, seg.positions,
-                     self.contig_start, self.n_contigs, counted.item_count, offsets_on_device, candidates, out_count,
+                     self.contig_start, self.n_contigs, counted.item_count, out_offset, candidates, out_count,
                      big_ranges, listed)
         # launched when there is nothing to expand too, so that every filter check builds it
         d.launch(self.expand_kernel, (max(1, most_big) * wg,), (wg,), big_ranges, listed, seg.positions,
                  self.contig_start, self.n_contigs, candidates)
-        sort_long_rows(d, wg, self.capacity, self.key_bits, candidates, offsets, offsets_on_device, counts,
-                       counted.read_count, out_count)
-        return DeviceCandidates(candidates, offsets_on_device, out_count, offsets)
 
     def run(self, strands: Strands, layout: Layout, segments: list[DeviceSegment],
             active: np.ndarray | None = None) -> tuple[Candidates, "Filtered"]:

@@ -15,6 +15,19 @@ TILE = 512  # outputs of one work-group in a merge round; divides 2 * capacity
 KERNELS = ("sort_chunks", "merge_tiles", "count_unique", "scan_unique", "write_unique")
 
 
+def sort_rows(device: Device, wg: int, capacity: int, key_bits: int, values, offsets: np.ndarray, offsets_buffer,
+              totals: np.ndarray, totals_buffer, out_count) -> None:
+    """Sorts every row of values and keeps its distinct values, in place, as sort_long_rows does
+    (the same arguments): the rows of at most capacity values in local memory, a work-group
+    each (sort_rows); the longer ones by sort_long_rows. Empty rows' out_count is left as it is."""
+    fit = np.flatnonzero((totals > 0) & (totals <= capacity))
+    if fit.size:
+        device.launch(device.kernel(PROGRAM, "sort_rows", program_defines(wg, capacity)), (fit.size * wg,), (wg,),
+                      np.uint32(key_bits), values, device.to_device(fit.astype(np.uint32)), offsets_buffer,
+                      totals_buffer, out_count)
+    sort_long_rows(device, wg, capacity, key_bits, values, offsets, offsets_buffer, totals, totals_buffer, out_count)
+
+
 def program_defines(wg: int, capacity: int) -> dict:
     return {"WG": wg, "CAP": capacity, "TILE": TILE}
 
