@@ -178,14 +178,13 @@ inline void find_batch(seed_hash_t h, const uint *keys, uint n, uint2 *found, __
     } while (0)
 /* A pass of filter_count over the work-group's patterns of this segment, VISIT (PREFETCH_G_ or
  * PREFETCH_SLOT_) on each key it will look up, then a barrier: PoCL runs the pass for every
- * work-item before any goes on. here[lid] is set where the work-item has such a pattern. */
+ * work-item before any goes on. */
 #define PREFETCH_PASS(VISIT)                                                                \
     do {                                                                                    \
         for (uint t = lid; t < np; t += WG) {                                               \
             pattern_t p = stored_pattern(pattern_key, first + t);                           \
             if (!p.ok || p.seed - seed_lo >= n_seeds)                                       \
                 continue;                                                                   \
-            here[lid] = 1;                                                                  \
             uint o = pattern_offset[first + t];                                             \
             bool wide = looks_up_neighbors(pattern_offset, first, t, np, o, span + ln, exact_apart[r]); \
             seed_hash_t h = seed_hash(p.seed - seed_lo, hash_seed, vertex_offset);          \
@@ -207,6 +206,16 @@ inline bool looks_up_neighbors(__global const uint *pattern_offset, uint first, 
     return next != NO_PATTERN && next - o < width;
 }
 
+/* Whether any of a row's np pattern slots from first has its seed in this segment. Every
+ * work-item reads them all (the same few words), so that the answer is the work-group's. */
+inline bool has_pattern_in(__global const uint2 *pattern_key, uint first, uint np, uint seed_lo, uint n_seeds)
+{
+    for (uint s = first; s < first + np; ++s)
+        if (pattern_key[s].x - seed_lo < n_seeds) /* NO_SEED never is */
+            return true;
+    return false;
+}
+
 /* Row r's patterns are numbered from pattern_base[r] to pattern_base[r + 1], pattern P at read
  * offset pattern_offset[P] (cl/placement.cl writes them; NO_PATTERN for a slot left empty);
  * pattern P's non-empty position ranges, the first saved_max of them, go to
@@ -224,14 +233,8 @@ void filter_count(PATTERN_ARGS, uint saved_max, __global const uint2 *pattern_ke
     uint first = pattern_base[r], np = pattern_base[r + 1] - first;
     uint count = 0, found_here;
     __global uint2 *saved_here;
-#if PREFETCH /* every work-item asks for its g words, then its slots, before any work-item reads one */
-    __local uchar here[WG];
-    here[lid] = 0;
-    PREFETCH_PASS(PREFETCH_G_);
-    uchar any_here = 0;
-    for (uint i = 0; i < WG; ++i)
-        any_here |= here[i];
-    if (!any_here) { /* a row with no pattern in this segment (one of several) skips the barriers below */
+    if (!has_pattern_in(pattern_key, first, np, seed_lo, n_seeds)) {
+        /* a row with no pattern in this segment (one of several) skips the barriers below */
         for (uint t = lid; t < np; t += WG)
             n_found[first + t] = 0;
         item_count[r * WG + lid] = 0;
@@ -239,6 +242,8 @@ void filter_count(PATTERN_ARGS, uint saved_max, __global const uint2 *pattern_ke
             read_count[r] = 0;
         return;
     }
+#if PREFETCH /* every work-item asks for its g words, then its slots, before any work-item reads one */
+    PREFETCH_PASS(PREFETCH_G_);
     PREFETCH_PASS(PREFETCH_SLOT_);
 #endif
 #define COUNT(range)                            \

@@ -128,6 +128,14 @@ def work_group(device: Device) -> int:
     return CPU_WORK_GROUP if device.is_cpu else GPU_WORK_GROUP
 
 
+def lists_found_rows(device: Device) -> bool:
+    """Whether filter_emit runs over the rows that found positions in the segment only (many
+    find none where an index has several segments): on a CPU, which pays a work-group's
+    barriers even where its row finds nothing. A GPU's work-groups of such rows end at once, and
+    listing the rows would cost its mapping lanes host time."""
+    return device.is_cpu
+
+
 def local_capacity(device: Device, wg: int) -> int:
     """Candidates a work-group of wg items can sort in local memory on this device: two arrays
     of 4-byte keys, each with a spare word every 32 (cl/sort.cl's LOCAL_KEYS)."""
@@ -376,14 +384,15 @@ class Filter:
         once (row_sort.sort_rows), where a list a segment would be sorted apart and merged
         again by row_loci."""
         d, n = self.device, reads.lengths.size
-        per_segment = np.stack([row_counts[id(seg.segment)] for seg in segments])
-        totals = per_segment.sum(axis=0)
-        offsets = region_offsets(totals)
+        found_by_segment = [row_counts[id(seg.segment)] for seg in segments]
+        totals = sum(found_by_segment[1:], found_by_segment[0])
+        offsets = region_offsets(totals)  # numbers them in uint32, or raises MemoryError
         candidates, out_count = d.empty(4 * int(offsets[-1])), d.zeros(4 * max(1, n))
-        before = offsets[:-1] + np.cumsum(per_segment, axis=0) - per_segment  # where each segment's go
-        for seg, at, found in zip(segments, before, per_segment):
-            self.write_found(seg, reads, counts[id(seg.segment)], found, d.to_device(at.astype(np.uint32)),
-                             candidates, out_count, False)
+        at = offsets[:-1]  # where the next segment's go in each row
+        for seg, found in zip(segments, found_by_segment):
+            self.write_found(seg, reads, counts[id(seg.segment)], found, d.to_device(at), candidates, out_count,
+                             False)
+            at = at + found.astype(np.uint32)  # a new array: the copy of the last one may still be queued
         offsets_on_device = d.to_device(offsets)
         sort_rows(d, self.wg, self.capacity, self.key_bits, candidates, offsets, offsets_on_device, totals,
                   d.to_device(totals.astype(np.uint32)), out_count)
@@ -398,9 +407,7 @@ class Filter:
         long_rows = counts if not sorts else counts[counts > self.capacity]
         most_big = int(long_rows.sum()) // (wg + 1)  # long ranges there can be
         big_ranges, listed = d.empty(16 * most_big), d.zeros(4)
-        # a work-group costs a CPU its barriers even where it finds nothing: rows without
-        # positions in this segment (many, where an index has several) are left out
-        found = np.flatnonzero(counts)
+        found = np.flatnonzero(counts) if lists_found_rows(d) else np.arange(counts.size)
         row_list = reads.all_rows if found.size == counts.size else d.to_device(found.astype(np.uint32))
         if found.size:
             d.launch(self.emit_kernel, (found.size * wg,), (wg,), *self.shape, np.uint32(self.saved),

@@ -123,6 +123,27 @@ def test_pattern_keys_equal_the_twin(device):
     assert np.count_nonzero(keys[:, 0] != NO_SEED) > strands.n
 
 
+@pytest.mark.parametrize("listed", [True, False])
+def test_segments_emit_one_list_whether_or_not_rows_are_listed(device, monkeypatch, listed):
+    """A resident index of several segments leaves one list, sorted and unique by row, equal to
+    the twin's, whether filter_emit runs over the rows that found positions (a CPU) or over all
+    rows (a GPU)."""
+    monkeypatch.setattr(filter_module, "lists_found_rows", lambda d: listed)
+    rng = np.random.default_rng(45)
+    ref = with_copies(read_fasta(LAMBDA), rng)
+    params = IndexParams("#####-##", 6, 20_000)
+    segments = build_segments(ref, params)
+    strands = simulated_strands(ref, 40, 60, rng)
+    filt = Filter(device, params, 1, ref.total_length, ref.offsets)
+    layout = Layout.fixed(strands.n, 11)
+    layout.place(np.arange(strands.n) % 3 > 0, Placement(4, 2, min_gap(params.mask, params.ln, 1), params.width))
+    got, filtered = filt.run(strands, layout, [lookup.upload(device, seg) for seg in segments])
+    want_offsets, exact_apart = layout_patterns(segments, params, strands, 1, layout)
+    want = reference_filter(segments, params, strands, 1, want_offsets, ref.offsets, exact_apart)
+    assert len(segments) > 3 and len(filtered.found) == 1 and filtered.placed.size > 0
+    assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start) and want.row.size >= 35
+
+
 def test_parts_in_turn_keep_the_last_upload_for_the_next_walk(device, monkeypatch):
     """Each walk of PartsInTurn gives every part once, starting with the part the walk before
     uploaded last: 3n - 2 uploads for three walks of n parts, their positions left on the host
