@@ -287,10 +287,10 @@ inline uint read_start(uint q, uint o, __global const uint *contig_start, uint n
     return q - first >= o ? q - o : first;
 }
 
-/* A work-group per row of row_list (the host lists the rows whose patterns found positions in
- * this segment; the others' out_count it leaves at 0). With sorts 0 no row is sorted here: each
- * is written as found, at out_offset, for the host to sort with other segments' candidates
- * (marose/row_sort.py, sort_rows). */
+/* A work-group per row of row_list (every row, or on a CPU only those whose patterns found
+ * positions in this segment, the others' out_count left at 0). With sorts 0 no row is sorted
+ * here: each is written as found, at out_offset, for the host to sort with other segments'
+ * candidates (marose/row_sort.py, sort_rows). */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void filter_emit(PATTERN_ARGS, uint saved_max, uint key_bits, uint sorts, __global const uint2 *pattern_key,
                  __global const uint *pattern_offset, SEGMENT_TABLES, __global const uint *row_list,

@@ -353,8 +353,8 @@ class Filter:
                           d.empty(8 * self.saved * n_patterns), d.empty(4 * n_patterns), n)
         if n_rows:
             d.launch(self.count_kernel, (n_rows * self.wg,), (self.wg,), *self.shape, np.uint32(self.saved),
-                     reads.keys, reads.buffers[2], *seg.tables, rows, reads.pattern_base, reads.exact_apart, into.item_count,
-                     into.read_count, into.saved, into.n_found)
+                     reads.keys, reads.buffers[2], *seg.tables, rows, reads.pattern_base, reads.exact_apart,
+                     into.item_count, into.read_count, into.saved, into.n_found)
         return into
 
     def emit(self, seg: DeviceSegment, reads: "FilterReads", counted: "Counts",
@@ -383,11 +383,11 @@ class Filter:
         its read starts as found after those of the segments before it, and each row is sorted
         once (row_sort.sort_rows), where a list a segment would be sorted apart and merged
         again by row_loci."""
-        d, n = self.device, reads.lengths.size
+        d, n = self.device, reads.lengths.size  # n > 0
         found_by_segment = [row_counts[id(seg.segment)] for seg in segments]
         totals = sum(found_by_segment[1:], found_by_segment[0])
         offsets = region_offsets(totals)  # numbers them in uint32, or raises MemoryError
-        candidates, out_count = d.empty(4 * int(offsets[-1])), d.zeros(4 * max(1, n))
+        candidates, out_count = d.empty(4 * int(offsets[-1])), d.zeros(4 * n)
         at = offsets[:-1]  # where the next segment's go in each row
         for seg, found in zip(segments, found_by_segment):
             self.write_found(seg, reads, counts[id(seg.segment)], found, d.to_device(at), candidates, out_count,
