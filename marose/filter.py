@@ -221,21 +221,24 @@ class Filter:
         reads = self.upload(strands, layout, active)
         counts = {id(seg.segment): self.count(seg, reads, reads.all_rows, strands.n) for seg in segments()}
         placed = np.zeros(0, np.int64)
+        row_counts: dict = {}  # each segment's positions a row, read where they stand
         if np.any(reads.placeable):
-            found = sum(c.read_counts(self.device) for c in counts.values())
+            row_counts = {key: counted.read_counts(self.device) for key, counted in counts.items()}
+            found = sum(row_counts.values())
             placed = np.flatnonzero(reads.placeable & worth_placing(found, reads.lengths, self.width))
         lookups, ranking = self.fixed_lookups(reads, layout) if count_lookups else 0, 0
-        row_counts: dict = {}
         if placed.size:
             rows = self.device.to_device(placed.astype(np.uint32))
             whole = worth_ranking_neighborhoods(found[placed], reads.lengths[placed], self.width, self.neighborhood)
             ranking = self.place(reads, layout, rows, placed, whole, segments())
-        if getattr(segments, "repeatable", False):
+            row_counts = {}  # the placed rows are counted again
+        resident = getattr(segments, "repeatable", False)
+        if resident and not row_counts:
             # every segment counted (again where placed) before any count is read, which then waits once
             for seg in segments() if placed.size else ():
                 self.count(seg, reads, rows, placed.size, counts[id(seg.segment)])
             row_counts = {key: counted.read_counts(self.device) for key, counted in counts.items()}
-        if len(row_counts) > 1 and reads.lengths.size:  # a resident index of several segments
+        if resident and len(row_counts) > 1 and reads.lengths.size:  # several segments on the device
             if count_lookups and placed.size:
                 lookups += self.placed_lookups(reads, placed)
             together = self.emit_together(list(segments()), reads, counts, row_counts)
