@@ -240,7 +240,7 @@ def index_layout(on_device) -> str:
     """How the index lies on the device, for the log."""
     segments = f"{len(on_device.index.segments)} segment(s)"
     if on_device.resident:
-        return segments + " on the device"
+        return segments + (", joined into one on the device" if on_device.joined else " on the device")
     return f"{segments}, cut into {len(on_device.parts)} parts uploaded in turn"
 
 

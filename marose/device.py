@@ -388,6 +388,27 @@ class Device:
             self._stager().write(parts)
         return buffers
 
+    def upload_joined(self, groups: list[list[np.ndarray]]) -> list:
+        """A read-only buffer for each group of arrays, holding them end to end: through the
+        staging buffers in one pass where the device has memory of its own, else by queued
+        copies (on Oclgrind one copy of the group joined on the host, as to_device_joined)."""
+        flat = [[np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in group] for group in groups]
+        buffers = [self.cl.Buffer(self.context, self.cl.mem_flags.READ_ONLY, size=max(1, sum(a.nbytes for a in g)))
+                   for g in flat]
+        if self.staged:
+            self._stager().write([part for buffer, g in zip(buffers, flat) for part in _parts(buffer, g)])
+            return buffers
+        for buffer, group in zip(buffers, flat):
+            pieces = [np.concatenate(group)] if self.is_oclgrind and group else group
+            at = 0
+            for data in pieces:
+                if data.nbytes:
+                    with self.calls:
+                        self._in_use.append(self.cl.enqueue_copy(self.queue, buffer, data, dst_offset=at,
+                                                                 is_blocking=False))
+                at += data.nbytes
+        return buffers
+
     def _is_staged(self, nbytes: int, staged: bool | None = None) -> bool:
         """Whether a copy of nbytes goes through the staging buffers (staged: True or False
         overrides the device's choice)."""

@@ -542,12 +542,25 @@ def check_bdz(device, case: Case) -> bool:
             and np.unique(slots).size == slots.size)
 
 
+def check_joined_segments(device, case: Case) -> bool:
+    """The case's segments joined on the device (as on a GPU), against their twin joined on the host."""
+    from .lookup import TABLES, join_on_device, joined_on_host
+
+    segments = case.index.segments
+    _, joined = join_on_device(device, segments)
+    want = joined_on_host(segments)
+    return len(segments) > 1 and all(
+        np.array_equal(device.read(getattr(joined, name), array.dtype, array.size), array)
+        for name, array in ((name, np.asarray(getattr(want, name)).reshape(-1)) for name in TABLES))
+
+
 MAP_CHECKS = [
     ("unpack_genome, mark_n_runs (the genome)", check_genome),
     ("count_newlines, scan_chunks, write_newlines, fastq_fields, fastq_pack (FASTQ records)", check_fastq),
     ("both_strands (reverse complements)", check_strands),
     ("fixed_offsets, pattern_costs, place_patterns, filter_count, filter_emit, expand_ranges and the row sorts "
      "(the filter's pattern offsets and candidates)", check_filter),
+    ("add_to_every, join_g (an index's segments joined into one)", check_joined_segments),
     ("sort_chunks, merge_tiles, count_unique, scan_unique, write_unique (long rows)", check_row_sort),
     ("prefilter, prefilter_backwards, row_loci, merge_runs, row_counts, best_loci, place_loci (loci within k edits)",
      check_loci),

@@ -16,7 +16,7 @@ from .device import PLAIN, Device, groups
 from .reference import Reference
 from .regions import spans
 
-PROGRAM = ("murmur3.cl", "phf.cl", "lookup.cl")
+PROGRAM = ("murmur3.cl", "phf.cl", "lookup.cl", "segments.cl")
 # A segment's tables on the device, in the order the kernels take them.
 TABLES = ("hash_seed", "vertex_offset", "g", "slot_key", "slot_start", "positions")
 RESIDENT_FRACTION = 0.6  # of device memory the index segments may hold at once
@@ -78,8 +78,9 @@ def device_genome(device: Device, codes, iupac: np.ndarray) -> DeviceGenome:
 
 class DeviceIndex:
     """An index on a device: its genome and contig starts, and its segments, kept there when
-    they fit in max_bytes (default: RESIDENT_FRACTION of the device's memory), or else cut into
-    parts of up to max_bytes, seed ranges uploaded in turn."""
+    they fit in max_bytes (default: RESIDENT_FRACTION of the device's memory), joined into one
+    where joins_segments says so, or else cut into parts of up to max_bytes, seed ranges
+    uploaded in turn."""
 
     def __init__(self, index: Index, device: Device, max_bytes: int | None = None):
         self.index = index
@@ -89,13 +90,18 @@ class DeviceIndex:
         self.resident = sum(s.nbytes() for s in index.segments) <= budget
         self.parts = list(index.segments) if self.resident else [
             part for s in index.segments for part in device_parts(s, budget)]
-        tables = [[np.asarray(getattr(s, name)) for name in TABLES] for s in self.parts]
         # one upload, its staging buffers shared, of the packed genome and the resident tables
-        packed, *resident = device.upload([reference.packed, *(a for t in tables if self.resident for a in t)])
+        self.joined = self.resident and joins_segments(device, self.parts)
+        if self.joined:
+            (packed,), joined = join_on_device(device, self.parts, [reference.packed])
+            self._segments = [joined]
+        else:
+            tables = [[np.asarray(getattr(s, name)) for name in TABLES] for s in self.parts]
+            packed, *resident = device.upload([reference.packed, *(a for t in tables if self.resident for a in t)])
+            self._segments = [DeviceSegment(s, *resident[i * len(TABLES):(i + 1) * len(TABLES)])
+                              for i, s in enumerate(self.parts)] if self.resident else None
         self.genome = device_genome(device, unpack_genome(device, reference, packed), reference.iupac)
         self.contig_start = device.to_device(reference.offsets.astype(np.uint32))
-        self._segments = [DeviceSegment(s, *resident[i * len(TABLES):(i + 1) * len(TABLES)])
-                          for i, s in enumerate(self.parts)] if self.resident else None
 
     def in_turn(self) -> Callable[[], Iterator[DeviceSegment]]:
         """For one filter call, which walks the segments several times: a callable that gives
@@ -106,6 +112,101 @@ class DeviceIndex:
         if self.resident:
             return Resident(self._segments)
         return PartsInTurn(self.device, self.parts)
+
+
+@dataclass
+class JoinedSegments:
+    """The seeds [seed_lo, seed_hi) of consecutive segments joined on the device into one
+    (joined_tables): what a lookup reads of a segment beside its tables."""
+
+    seed_lo: int
+    seed_hi: int
+    position_base: int = 0
+
+    @property
+    def n_seeds(self) -> int:
+        return self.seed_hi - self.seed_lo
+
+
+def joins_segments(device: Device, segments: list[Segment]) -> bool:
+    """Whether a resident index's segments go to the device joined into one, which the filter
+    then walks once: where there are several, on a device with memory of its own (a CPU device
+    reads each segment's files in place; joining would copy them), when each joined table fits
+    one buffer."""
+    if len(segments) < 2 or not device.staged or any(s.position_base for s in segments):
+        return False
+    most = int(device.device.max_mem_alloc_size)
+    return all(sum(np.asarray(getattr(s, name)).nbytes for s in segments) <= most for name in TABLES)
+
+
+@dataclass
+class Joined:
+    """How consecutive whole segments become one (joined_tables): each table's arrays as they lie
+    end to end (a segment's last vertex_offset and slot_start entry is the next one's first, and
+    is left out but for the last segment's); the moves of each later segment's vertex and
+    position numbers past those of the segments before it, (table, first entry, entries,
+    amount) each; and where each segment's vertices start in the joined numbering, its g pairs
+    among theirs end to end, and its keys, with the totals last (join_g)."""
+
+    groups: list[list[np.ndarray]]
+    moves: list[tuple[int, int, int, int]]
+    vertex_start: np.ndarray
+    pair_start: np.ndarray
+    keys_before: np.ndarray
+
+
+def joined_tables(segments: list[Segment]) -> Joined:
+    groups: list[list[np.ndarray]] = [[] for _ in TABLES]
+    moves = []
+    counts = np.zeros((len(segments) + 1, 4), np.int64)  # seeds, vertices, pairs, keys before each
+    positions = 0
+    for i, seg in enumerate(segments):
+        last = i == len(segments) - 1
+        arrays = [np.asarray(getattr(seg, name)) for name in TABLES]
+        arrays[1], arrays[4] = (a if last else a[:-1] for a in (arrays[1], arrays[4]))
+        for group, array in zip(groups, arrays):
+            group.append(array)
+        seeds, vertices = counts[i, :2]
+        if i:
+            moves += [(1, seeds, arrays[1].size, vertices), (4, counts[i, 3], arrays[4].size, positions)]
+        counts[i + 1] = counts[i] + (seg.n_seeds, seg.n_vertices, arrays[2].size // 2, arrays[3].size)
+        positions += arrays[5].size
+    return Joined(groups, moves, counts[:, 1].astype(np.uint32), counts[:-1, 2].astype(np.uint32),
+                  counts[:, 3].astype(np.uint32))
+
+
+def join_on_device(device: Device, segments: list[Segment], first: list[np.ndarray] = ()) -> tuple[list, DeviceSegment]:
+    """Consecutive whole segments joined into one on the device, as if built as one: the
+    arrays of first uploaded in the same pass, and the joined segment."""
+    joined = joined_tables(segments)
+    *given, hash_seed, vertex_offset, g, slot_key, slot_start, positions = device.upload_joined(
+        [[array] for array in first] + joined.groups)
+    tables = [hash_seed, vertex_offset, g, slot_key, slot_start, positions]
+    add = device.kernel(PROGRAM, "add_to_every")
+    for table, at, count, amount in joined.moves:
+        if count:
+            device.launch(add, groups(count), None, tables[table], np.uint32(at), np.uint32(count), np.uint32(amount))
+    n_pairs = int(joined.vertex_start[-1]) // 16 + 1
+    tables[2] = device.empty(8 * n_pairs)
+    device.launch(device.kernel(PROGRAM, "join_g"), groups(n_pairs), None, g,
+                  *(device.to_device(a) for a in (joined.vertex_start, joined.pair_start, joined.keys_before)),
+                  np.uint32(len(segments)), np.uint32(n_pairs), tables[2])
+    return given, DeviceSegment(JoinedSegments(segments[0].seed_lo, segments[-1].seed_hi), *tables)
+
+
+def joined_on_host(segments: list[Segment]) -> Segment:
+    """The twin of join_on_device: the segments' tables as one segment built of all their seeds."""
+    vertex_start = np.cumsum([0] + [s.n_vertices for s in segments])
+    position_start = np.cumsum([0] + [s.positions.size for s in segments])
+    vertex_offset = [s.vertex_offset[:-1] + np.uint32(v) for s, v in zip(segments, vertex_start)]
+    slot_start = [s.slot_start[:-1] + np.uint32(p) for s, p in zip(segments, position_start)]
+    g = np.concatenate([bdz.unpack_g(s.g, np.arange(s.n_vertices)) for s in segments] + [[bdz.UNUSED]])
+    tables = {name: np.concatenate([np.asarray(getattr(s, name)) for s in segments])
+              for name in ("hash_seed", "slot_key", "positions")}
+    return Segment(segments[0].seed_lo, segments[-1].seed_hi, vertex_offset=np.append(
+        np.concatenate(vertex_offset), np.uint32(vertex_start[-1])), g=bdz.pack_g(g.astype(np.uint8)),
+        slot_start=np.append(np.concatenate(slot_start), np.uint32(position_start[-1])),
+        sum_count_sq=sum(s.sum_count_sq for s in segments), **tables)
 
 
 class Resident:

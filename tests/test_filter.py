@@ -11,7 +11,7 @@ from marose import filter as filter_module
 from marose import lookup
 from marose.dna import N_CODE, encode
 from marose.filter import Filter, Layout, Strands
-from marose.filter_twin import (NO_SEED, fixed_offsets, layout_patterns, pattern_offsets, patterns, reference_filter,
+from marose.filter_twin import (NO_SEED, _seeds_and_keys, fixed_offsets, layout_patterns, pattern_offsets, patterns, reference_filter,
                                 slot_keys)
 from marose.placement import Placement, min_gap
 from marose.reads import ReadBatch
@@ -142,6 +142,52 @@ def test_segments_emit_one_list_whether_or_not_rows_are_listed(device, monkeypat
     want = reference_filter(segments, params, strands, 1, want_offsets, ref.offsets, exact_apart)
     assert len(segments) > 3 and len(filtered.found) == 1 and filtered.placed.size > 0
     assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start) and want.row.size >= 35
+
+
+def test_segments_joined_on_the_device_filter_as_one_segment(device):
+    """Several segments joined into one on the device (lookup.join_on_device) hold the tables
+    of one segment built from theirs, give each (seed, key) the positions the segments give it,
+    and the filter over them, placed rows and seed counts included, the twin's candidates over
+    the segments."""
+    rng = np.random.default_rng(47)
+    ref = with_copies(read_fasta(LAMBDA), rng)
+    params = IndexParams("#####-##", 6, 9_000)
+    segments = build_segments(ref, params)
+    (genome,), joined = lookup.join_on_device(device, segments, [ref.packed])
+    assert len(segments) > 3 and np.array_equal(device.read(genome, np.uint8, ref.packed.size), ref.packed)
+    one = lookup.joined_on_host(segments)
+    for name in lookup.TABLES:
+        want = np.asarray(getattr(one, name)).reshape(-1)
+        assert np.array_equal(device.read(getattr(joined, name), want.dtype, want.size), want), name
+
+    seeds = rng.integers(0, 4 ** params.weight, 3000).astype(np.uint32)
+    keys = rng.integers(0, 4 ** params.ln, seeds.size).astype(np.uint32)
+    seeds[:1000], keys[:1000] = patterns_of(ref, params, 1000, rng)  # keys that are there
+    begin, end = lookup.slot_ranges(device, joined, seeds, keys)
+    positions = device.read(joined.positions, np.uint32, int(sum(s.positions.size for s in segments)))
+    for i in range(seeds.size):
+        seg = next(s for s in segments if s.seed_lo <= seeds[i] < s.seed_hi)
+        assert np.array_equal(positions[begin[i]:end[i]], query.lookup(seg, seeds[i:i + 1], keys[i:i + 1])[0])
+    assert np.count_nonzero(end > begin) >= 1000
+
+    strands = simulated_strands(ref, 40, 60, rng)
+    filt = Filter(device, params, 1, ref.total_length, ref.offsets)
+    layout = Layout.fixed(strands.n, 11)
+    layout.place(np.arange(strands.n) % 3 > 0, Placement(4, 2, min_gap(params.mask, params.ln, 1), params.width))
+    got, filtered = filt.run(strands, layout, [joined])
+    apart, _ = filt.run(strands, layout, [lookup.upload(device, seg) for seg in segments])
+    want_offsets, exact_apart = layout_patterns(segments, params, strands, 1, layout)
+    want = reference_filter(segments, params, strands, 1, want_offsets, ref.offsets, exact_apart)
+    assert filtered.placed.size > 0 and want.row.size >= 35
+    assert np.array_equal(got.row, want.row) and np.array_equal(got.start, want.start)
+    assert np.array_equal(apart.row, want.row) and np.array_equal(apart.start, want.start)
+
+
+def patterns_of(ref, params, n, rng):
+    """The seeds and keys of n patterns read from the reference at random."""
+    starts = rng.integers(0, ref.total_length - params.width, n)
+    seed, key, _ = _seeds_and_keys(params, np.asarray(ref.codes), starts)
+    return seed.astype(np.uint32), key.astype(np.uint32)
 
 
 def test_parts_in_turn_keep_the_last_upload_for_the_next_walk(device, monkeypatch):

@@ -81,6 +81,13 @@ def test_a_wrong_heavy_loci_kernel_is_named(device, monkeypatch):
     assert len(wrong) == 1 and wrong[0].startswith("best_loci_heavy (the loci of reads in repeats, in order)")
 
 
+def test_a_wrong_segment_join_is_named(device, monkeypatch):
+    """A miscomputed join of the segments (which only a GPU runs in a map) is caught on any device."""
+    break_kernel(monkeypatch, "segments.cl", "keys = keys_before[s] + rank_in(word, at);", "keys = rank_in(word, at);")
+    wrong = known_answer.run(device_module.Device(), "map")
+    assert wrong == ["add_to_every, join_g (an index's segments joined into one)"]
+
+
 @pytest.mark.parametrize("old, new", [('"\\tXR:i:1"', '"\\tXR:i:2"'), ("same = one[j] == two[j];", "same = true;")])
 def test_a_wrong_paired_end_kernel_is_named(device, monkeypatch, old, new):
     break_kernel(monkeypatch, "pair_records.cl", old, new)

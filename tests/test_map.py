@@ -182,8 +182,12 @@ def test_the_default_batch_grows_with_a_cpu_s_cores(is_cpu, cores, size):
     assert cli.default_batch_size(OpenCLDevice()) == size
 
 
-def test_output_is_identical_across_batch_sizes_and_segments(lambda_two_contigs, tmp_path):
+def test_output_is_identical_across_batch_sizes_and_segments(lambda_two_contigs, tmp_path, monkeypatch):
+    """The same SAM and lookups from one segment and from several, kept apart (as on a CPU) or
+    joined on the device (as on a GPU)."""
     import json
+
+    from marose import lookup
 
     rng = np.random.default_rng(4)
     from marose.reference import read_fasta as rf
@@ -191,17 +195,22 @@ def test_output_is_identical_across_batch_sizes_and_segments(lambda_two_contigs,
     reads = simulate(rf(lambda_two_contigs), 60, 80, 3, rng)
     fq = write_reads(tmp_path / "r.fq", reads)
     outputs, lookups = [], []
-    for segment_size, batch in [(1 << 26, 100_000), (1 << 26, 7), (9_000, 1), (9_000, 25)]:
+    joins, joined_calls = lookup.joins_segments, []
+    for segment_size, batch, joined in [(1 << 26, 100_000, False), (1 << 26, 7, False), (9_000, 1, False),
+                                        (9_000, 25, False), (9_000, 25, True)]:
         idx = tmp_path / f"idx{segment_size}"
         if not idx.exists():
             assert index_cli.main([lambda_two_contigs, "-q", "-o", str(idx), "--segment-size", str(segment_size)]) == 0
-        out, stats = tmp_path / f"o{segment_size}_{batch}.sam", tmp_path / f"s{segment_size}_{batch}.json"
+        monkeypatch.setattr(lookup, "joins_segments",
+                            (lambda d, segments: joined_calls.append(len(segments)) or True) if joined else joins)
+        out, stats = tmp_path / f"o{segment_size}_{batch}{joined}.sam", tmp_path / f"s{segment_size}_{batch}.json"
         assert run_map("-x", idx, fq, "-o", out, "-k", 3, "--batch-size", batch, "--stats", stats) == 0
         outputs.append([line for line in open(out) if not line.startswith("@PG")])
         lookups.append(json.load(open(stats))["lookups"])
     assert all(o == outputs[0] for o in outputs[1:])
     assert len(outputs[0]) > 60
     assert len(set(lookups)) == 1 and lookups[0] > 0  # a read's lookups go to one segment, however many
+    assert joined_calls and min(joined_calls) > 1
 
 
 @pytest.mark.parametrize("bam", [False, True])
