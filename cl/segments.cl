@@ -12,12 +12,13 @@ __kernel void add_to_every(__global uint *values, uint first, uint count, uint a
 }
 
 /* The g pairs of segments joined with their vertices end to end: pair p of out (n_pairs of
- * them) packs vertices 16 p .. 16 p + 15 of the joined numbering, as bdz.pack_g packs them.
+ * them, two words each) packs vertices 16 p .. 16 p + 15 of the joined numbering, as
+ * bdz.pack_g packs them.
  * Segment s's vertices start at vertex_start[s] there (vertex_start[n_segments]: all of them),
  * its own pairs at pair_start[s] of g (the segments' pairs end to end), and keys_before[s] keys
  * are held before its own (keys_before[n_segments]: all of them). Needs phf.cl. */
 __kernel void join_g(__global const uint2 *g, __global const uint *vertex_start, __global const uint *pair_start,
-                     __global const uint *keys_before, uint n_segments, uint n_pairs, __global uint2 *out)
+                     __global const uint *keys_before, uint n_segments, uint n_pairs, __global uint *out)
 {
     uint p = get_global_id(0);
     if (p >= n_pairs)
@@ -36,5 +37,6 @@ __kernel void join_g(__global const uint2 *g, __global const uint *vertex_start,
         }
         bits |= value << (2u * t);
     }
-    out[p] = (uint2)(bits, keys);
+    out[2u * p] = bits; /* scalar stores: Oclgrind takes a uint2 built of variables for an uninitialized value */
+    out[2u * p + 1u] = keys;
 }

@@ -389,13 +389,14 @@ class Device:
         return buffers
 
     def upload_joined(self, groups: list[list[np.ndarray]]) -> list:
-        """A read-only buffer for each group of arrays, holding them end to end: through the
-        staging buffers in one pass where the device has memory of its own, else by queued
-        copies (on Oclgrind one copy of the group joined on the host, as to_device_joined)."""
+        """A buffer for each group of arrays, holding them end to end (for kernels to finish, as
+        lookup.join_on_device does): through the staging buffers in one pass where the device has
+        memory of its own and they are large (as upload decides), else by queued copies (on
+        Oclgrind one copy of the group joined on the host, as to_device_joined)."""
         flat = [[np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in group] for group in groups]
-        buffers = [self.cl.Buffer(self.context, self.cl.mem_flags.READ_ONLY, size=max(1, sum(a.nbytes for a in g)))
-                   for g in flat]
-        if self.staged:
+        sizes = [sum(a.nbytes for a in g) for g in flat]
+        buffers = [self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, size=max(1, n)) for n in sizes]
+        if self._is_staged(sum(sizes)):
             self._stager().write([part for buffer, g in zip(buffers, flat) for part in _parts(buffer, g)])
             return buffers
         for buffer, group in zip(buffers, flat):

@@ -183,3 +183,14 @@ def test_mems_kernels_are_clean_under_oclgrind(tmp_path):
     assert not any(p in checked.stderr.lower() for p in PROBLEMS), checked.stderr
     assert lines[:2] == ["> q", "  a       601         1       100"]
     assert "  b         1       201        55" in lines
+
+
+def test_segments_joined_on_the_device_are_clean_under_oclgrind():
+    """add_to_every and join_g, which only a GPU runs in a map, through the known-answer check's
+    comparison with their twin."""
+    code = ("from marose.device import Device\nfrom marose import known_answer\n"
+            "print(known_answer.check_joined_segments(Device('Oclgrind'), known_answer.make_case()))")
+    env = command_env(OCLGRIND_DATA_RACES="1", OCLGRIND_UNINITIALIZED="1")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0 and result.stdout.strip() == "True", result.stderr
+    assert not any(p in result.stderr.lower() for p in PROBLEMS), result.stderr
