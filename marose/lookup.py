@@ -116,8 +116,8 @@ class DeviceIndex:
 
 @dataclass
 class JoinedSegments:
-    """The seeds [seed_lo, seed_hi) of consecutive segments joined on the device into one
-    (joined_tables): what a lookup reads of a segment beside its tables."""
+    """The seeds [seed_lo, seed_hi) of consecutive segments joined into one on the device
+    (join_on_device): what a lookup reads of a segment beside its tables."""
 
     seed_lo: int
     seed_hi: int
@@ -156,6 +156,7 @@ class Joined:
 
 
 def joined_tables(segments: list[Segment]) -> Joined:
+    """What joining consecutive whole segments takes (Joined)."""
     groups: list[list[np.ndarray]] = [[] for _ in TABLES]
     moves = []
     counts = np.zeros((len(segments) + 1, 4), np.int64)  # seeds, vertices, pairs, keys before each
