@@ -346,19 +346,8 @@ class Device:
         total = sum(a.nbytes for a in arrays)
         if len(arrays) == 1 or not total:
             return self.to_device(arrays[0] if arrays else np.zeros(0, np.uint8))
-        if self.is_oclgrind:  # its uninitialized-value checker takes a buffer written in parts as unwritten
-            return self.to_device(np.concatenate([a.reshape(-1).view(np.uint8) for a in arrays]))
         buffer = self.empty(total)
-        if self._is_staged(total):
-            self._stager().write(_parts(buffer, arrays))
-            return buffer
-        at = 0
-        for data in arrays:
-            if data.nbytes:
-                with self.calls:
-                    self._in_use.append(self.cl.enqueue_copy(self.queue, buffer, np.ascontiguousarray(data),
-                                                             dst_offset=at, is_blocking=False))
-            at += data.nbytes
+        self._write_joined([(buffer, arrays)])
         return buffer
 
     def _read_only(self, array: np.ndarray):
@@ -390,25 +379,32 @@ class Device:
 
     def upload_joined(self, groups: list[list[np.ndarray]]) -> list:
         """A buffer for each group of arrays, holding them end to end (for kernels to finish, as
-        lookup.join_on_device does): through the staging buffers in one pass where the device has
-        memory of its own and they are large (as upload decides), else by queued copies (on
-        Oclgrind one copy of the group joined on the host, as to_device_joined)."""
+        lookup.join_on_device does), all written in one pass (_write_joined)."""
         flat = [[np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in group] for group in groups]
-        sizes = [sum(a.nbytes for a in g) for g in flat]
-        buffers = [self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, size=max(1, n)) for n in sizes]
-        if self._is_staged(sum(sizes)):
-            self._stager().write([part for buffer, g in zip(buffers, flat) for part in _parts(buffer, g)])
-            return buffers
-        for buffer, group in zip(buffers, flat):
-            pieces = [np.concatenate(group)] if self.is_oclgrind and group else group
+        buffers = [self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, size=max(1, sum(a.nbytes for a in g)))
+                   for g in flat]
+        self._write_joined(list(zip(buffers, flat)))
+        return buffers
+
+    def _write_joined(self, filled: list[tuple[object, list[np.ndarray]]]) -> None:
+        """Each (buffer, arrays) of filled: the arrays (uint8) written end to end into the buffer.
+        Through the staging buffers in one pass where they are large (as upload decides), several
+        arrays sharing a pinned buffer and its copy; else by queued copies, on Oclgrind one copy of
+        each buffer's arrays joined on the host (its uninitialized-value checker takes a buffer
+        written in parts as unwritten)."""
+        if self._is_staged(sum(a.nbytes for _, arrays in filled for a in arrays)):
+            self._stager().write([part for buffer, arrays in filled for part in _parts(buffer, arrays)])
+            return
+        for buffer, arrays in filled:
+            if self.is_oclgrind and arrays:
+                arrays = [np.concatenate([a.reshape(-1).view(np.uint8) for a in arrays])]
             at = 0
-            for data in pieces:
+            for data in arrays:
                 if data.nbytes:
                     with self.calls:
-                        self._in_use.append(self.cl.enqueue_copy(self.queue, buffer, data, dst_offset=at,
-                                                                 is_blocking=False))
+                        self._in_use.append(self.cl.enqueue_copy(self.queue, buffer, np.ascontiguousarray(data),
+                                                                 dst_offset=at, is_blocking=False))
                 at += data.nbytes
-        return buffers
 
     def _is_staged(self, nbytes: int, staged: bool | None = None) -> bool:
         """Whether a copy of nbytes goes through the staging buffers (staged: True or False
