@@ -25,6 +25,7 @@ DEFAULT_MAX_HITS = 100
 CHUNK_READS = 100_000  # reads of a chunk that a Dask worker maps (marose/cluster.py)
 MEMS_MIN_LENGTH = 10  # mems' shortest -l: shorter seeds would hit nearly everywhere
 MAPPING_LANES = 2  # threads that map batches on a GPU (mapping_lanes)
+PAIRED_MAPPING_LANES = 3  # the same for pairs, whose lanes do more host work a batch (mapping_lanes)
 TWO_LANE_POCLS = (3,)  # PoCL major versions tried on two lanes without a failure; 5.0 aborted (mapping_lanes)
 DEVICES_HELP = ("OpenCL device, as 'P:D' (see `marose devices`) or part of its name; several, comma-separated "
                 "(0:0,0:1), each holding a copy of the index and mapping its share of the batches (`marose map`: "
@@ -276,20 +277,22 @@ def use_cpu_threads(threads: int | None) -> None:
         os.environ.setdefault("POCL_MAX_PTHREAD_COUNT", str(threads))
 
 
-def mapping_lanes(device, on_device) -> int:
-    """Threads that map batches, each on a queue of its own (Device.mapping_lane): two, where one's
-    host work and waits then overlap the other's kernels, when the whole index stays on the
-    device (segments uploaded batch by batch would go through the first lane's queue), on a
-    device with memory of its own (a GPU) or on a CPU device of a PoCL tried with two queues at
-    once (TWO_LANE_POCLS); else one. On 16 cores with PyPI's PoCL 3.0 the mapping took 0.61-0.69 s
-    on two lanes against 0.77-0.82 s on one (A. thaliana), 1.24-1.34 against 1.54-1.57 s (chrX);
-    PoCL 5.0 aborted in 7 of 9 runs with two (BENCHMARKS.md, CPU devices)."""
+def mapping_lanes(device, on_device, gpu_lanes: int | None = None) -> int:
+    """Threads that map batches, each on a queue of its own (Device.mapping_lane): gpu_lanes
+    (default MAPPING_LANES) on a device with memory of its own (a GPU), where one's host work and waits then overlap the
+    others' kernels; two on a CPU device of a PoCL tried with two queues at once
+    (TWO_LANE_POCLS); else one; and one unless the whole index stays on the device (segments
+    uploaded batch by batch would go through the first lane's queue). On 16 cores with PyPI's
+    PoCL 3.0 the mapping took 0.61-0.69 s on two lanes against 0.77-0.82 s on one (A. thaliana),
+    1.24-1.34 against 1.54-1.57 s (chrX); PoCL 5.0 aborted in 7 of 9 runs with two (BENCHMARKS.md,
+    CPU devices). Pairs take PAIRED_MAPPING_LANES on a GPU: their lanes also pair, rescue and lay
+    out records, and wait on the device more often (BENCHMARKS.md, pairs)."""
     from .device import pocl_major
 
     if not on_device.resident:
         return 1
     if device.has_upload_lane:
-        return MAPPING_LANES
+        return gpu_lanes or MAPPING_LANES
     pocl = pocl_major(device.device.platform.version) if device.is_cpu else None
     return MAPPING_LANES if pocl in TWO_LANE_POCLS else 1
 

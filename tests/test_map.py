@@ -265,7 +265,7 @@ def test_output_and_counts_are_identical_in_several_mapping_lanes(lambda_two_con
     assert run_map("-x", index, fq, "-o", tmp_path / "first.sam", "-k", 3) == 0  # the device's known-answer check
     runs = []
     for lanes in (1, 3):
-        monkeypatch.setattr(cli, "mapping_lanes", lambda device, on_device: lanes)
+        monkeypatch.setattr(cli, "mapping_lanes", lambda device, on_device, gpu_lanes=None: lanes)
         out, stats = tmp_path / f"o{lanes}.sam", tmp_path / f"s{lanes}.json"
         assert run_map("-x", index, fq, "-o", out, "-k", 3, "--batch-size", 8, "--stats", stats,
                        *(["--xa"] if xa else [])) == 0
@@ -634,3 +634,22 @@ def test_the_command_gives_openblas_one_thread_unless_told(given, used):
              "c.main = lambda **_: print(os.environ['OPENBLAS_NUM_THREADS'], 'numpy' in sys.modules) or 0; c.entry()")
     done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == [used, "False"]  # set before numpy was imported
+
+
+def test_pairs_take_more_lanes_on_a_gpu_only() -> None:
+    from types import SimpleNamespace
+
+    from marose.pair_driver import PairedEnd
+    from marose.session import SingleEnd
+
+    args = SimpleNamespace(insert_size=None, max_hits=100)
+    gpu = SimpleNamespace(is_cpu=False, has_upload_lane=True)
+    pocl3 = SimpleNamespace(is_cpu=True, has_upload_lane=False,
+                            device=SimpleNamespace(platform=SimpleNamespace(version="OpenCL 3.0 PoCL 3.0")))
+    resident, parts = SimpleNamespace(resident=True), SimpleNamespace(resident=False)
+    paired, single = PairedEnd(args).gpu_lanes, SingleEnd(args).gpu_lanes
+    assert paired == cli.PAIRED_MAPPING_LANES > cli.MAPPING_LANES
+    assert cli.mapping_lanes(gpu, resident, paired) == cli.PAIRED_MAPPING_LANES
+    assert cli.mapping_lanes(gpu, resident, single) == cli.MAPPING_LANES
+    assert cli.mapping_lanes(gpu, parts, paired) == 1
+    assert cli.mapping_lanes(pocl3, resident, paired) == cli.mapping_lanes(pocl3, resident, single) == 2
