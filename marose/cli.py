@@ -279,9 +279,9 @@ def use_cpu_threads(threads: int | None) -> None:
 
 def mapping_lanes(device, on_device, gpu_lanes: int | None = None) -> int:
     """Threads that map batches, each on a queue of its own (Device.mapping_lane): gpu_lanes
-    (default MAPPING_LANES) on a device with memory of its own (a GPU), where one's host work and waits then overlap the
-    others' kernels; two on a CPU device of a PoCL tried with two queues at once
-    (TWO_LANE_POCLS); else one; and one unless the whole index stays on the device (segments
+    (default MAPPING_LANES) on a device with memory of its own (a GPU), where one's host work and
+    waits then overlap the others' kernels; two on a CPU device of a PoCL tried with two queues at
+    once (TWO_LANE_POCLS); else one; and one unless the whole index stays on the device (segments
     uploaded batch by batch would go through the first lane's queue). On 16 cores with PyPI's
     PoCL 3.0 the mapping took 0.61-0.69 s on two lanes against 0.77-0.82 s on one (A. thaliana),
     1.24-1.34 against 1.54-1.57 s (chrX); PoCL 5.0 aborted in 7 of 9 runs with two (BENCHMARKS.md,
