@@ -166,14 +166,16 @@ class Mapper:
                   "seed or neighborhood (marose-index --mask/--ln) finds more", file=sys.stderr)
         self.stats.unguaranteed.append(chosen.read_length)
 
-    def prepare(self, read_length: int) -> None:
+    def prepare(self, read_length: int, other_budgets: tuple[int, ...] = ()) -> None:
         """Starts building, in the background, the programs that mapping reads of read_length
-        asks for, in the order it asks (Device.prepare); none for reads too short to map."""
+        asks for, in the order it asks (Device.prepare), then those that aligning them within
+        each of other_budgets edits asks for (mate rescue's); none for reads too short to map."""
         if read_length < self.index.params.width:
             return
         filtering, sorting = filter_programs(self.device, self.choice(read_length).params.e)
-        aligning = (extend.ALIGN, extend.alignment_defines(self.device, read_length, self.k))
-        self.device.prepare([(PLAIN, None), filtering, aligning, sorting])
+        aligning = [(extend.ALIGN, extend.alignment_defines(self.device, read_length, k))
+                    for k in (self.k, *other_budgets)]
+        self.device.prepare([(PLAIN, None), filtering, aligning[0], sorting, *aligning[1:]])
 
     def filter(self, e: int) -> Filter:
         if e not in self.filters:

@@ -116,6 +116,12 @@ class PairedEnd:
         """The rescue's edit budget (0: no rescue)."""
         return 2 * k if self.args.rescue_errors is None else self.args.rescue_errors
 
+    def other_budgets(self, k: int) -> tuple[int, ...]:
+        """Mate rescue's budget, whose alignment programs are then built while the first batches
+        map, not when a batch first has a pair to rescue (on the 2-core machine 5 s of a lane)."""
+        budget = self.budget(k)
+        return (budget,) if budget and budget != k else ()
+
     def describe(self, k: int) -> str:
         budget = self.budget(k)
         return "; paired-end, mate rescue " + (f"within {budget} edits" if budget else "off")

@@ -141,6 +141,10 @@ class SingleEnd:
         self.args = args
         self.max_hits = args.max_hits
 
+    def other_budgets(self, k: int) -> tuple[int, ...]:
+        """Edit budgets other than k that the lanes align reads within (Mapper.prepare): none."""
+        return ()
+
     def describe(self, k: int) -> str:
         return ""
 
@@ -206,7 +210,7 @@ def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open
                         unit=layout.unit)
     mappers = lane_mappers(session, mapper, layout.gpu_lanes)
     for lane in mappers:  # the lanes of a device share its programs
-        lane.prepare(first_length)
+        lane.prepare(first_length, layout.other_budgets(k))
     try:
         ahead, batches = layout.start(mappers, itertools.chain([first], batches), log)
     except BaseException:

@@ -653,3 +653,23 @@ def test_pairs_take_more_lanes_on_a_gpu_only() -> None:
     assert cli.mapping_lanes(gpu, resident, single) == cli.MAPPING_LANES
     assert cli.mapping_lanes(gpu, parts, paired) == 1
     assert cli.mapping_lanes(pocl3, resident, paired) == cli.mapping_lanes(pocl3, resident, single) == 2
+
+
+def test_a_paired_run_prepares_mate_rescues_alignment_programs(lambda_index, device, monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    from indexer import store
+    from marose import extend
+    from marose.mapper import Mapper
+    from marose.pair_driver import PairedEnd
+    from marose.session import SingleEnd
+
+    args = SimpleNamespace(insert_size=None, max_hits=100, rescue_errors=None)
+    assert PairedEnd(args).other_budgets(5) == (10,) and SingleEnd(args).other_budgets(5) == ()
+    assert PairedEnd(SimpleNamespace(insert_size=None, rescue_errors=0)).other_budgets(5) == ()
+    asked = []
+    mapper = Mapper(store.load(lambda_index), device, 5)
+    monkeypatch.setattr(device, "prepare", asked.extend)
+    mapper.prepare(100, PairedEnd(args).other_budgets(5))
+    aligning = [defines for files, defines in asked if files == extend.ALIGN]
+    assert [d["MAX_K"] for d in aligning] == [extend.max_k(5), extend.max_k(10)] and extend.max_k(10) > extend.max_k(5)
