@@ -118,7 +118,7 @@ class PairedEnd:
 
     def other_budgets(self, k: int) -> tuple[int, ...]:
         """Mate rescue's budget, whose alignment programs are then built while the first batches
-        map, not when a batch first has a pair to rescue (on the 2-core machine 5 s of a lane)."""
+        map, not when a batch first has a pair to rescue (a lane's second on an H200, BENCHMARKS.md)."""
         budget = self.budget(k)
         return (budget,) if budget and budget != k else ()
 

@@ -129,9 +129,10 @@ def open_reads(args, device_batch_size: Callable[[], int]) -> tuple[Iterator, ob
 
 class SingleEnd:
     """The layout of single reads, as map_reads takes a layout: each read's records, formatted on
-    the device. A layout says what it maps (max_hits, unit, describe, explain_note), maps ahead
-    what it needs before the lanes start (start), gives a lane its work (work) and the batch's
-    reads (reads), counts what was mapped (done) and reports at the end (report)."""
+    the device. A layout says what it maps (max_hits, unit, describe, explain_note), the lanes a
+    GPU maps it on (gpu_lanes) and the other edit budgets they align within (other_budgets), maps
+    ahead what it needs before the lanes start (start), gives a lane its work (work) and the
+    batch's reads (reads), counts what was mapped (done) and reports at the end (report)."""
 
     unit = "reads"
     explain_note = ""

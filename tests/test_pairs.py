@@ -697,3 +697,19 @@ def test_pairing_on_the_device_equals_its_numpy_twin(lambda_pairs, tmp_path, dev
     assert 0 < want.counts.proper < want.counts.pairs or insert is None
     loci_of = np.diff(mapped.hits.loci.first.astype(np.int64))
     assert heavy > 1 or np.count_nonzero(loci_of[batch.mate1] * loci_of[batch.mate2] > heavy) > 10
+
+
+def test_a_paired_run_builds_mate_rescues_programs_from_its_start(lambda_pairs, tmp_path, monkeypatch):
+    """Each lane is prepared for mate rescue's budget (2k, or --rescue-errors) besides k."""
+    from marose.mapper import Mapper
+
+    fasta, index, ref, first, second, fq1, fq2 = lambda_pairs
+    asked = []
+    prepare = Mapper.prepare
+    monkeypatch.setattr(Mapper, "prepare",
+                        lambda self, length, other=(): asked.append(other) or prepare(self, length, other))
+    for given, budgets in ((None, (2 * K,)), ("6", (6,)), (str(K), ()), ("0", ())):  # k's own are built anyway
+        asked.clear()
+        rescue = ["--rescue-errors", given] if given else []
+        assert run_map("-x", index, fq1, fq2, "-o", tmp_path / "o.sam", "-k", K, *rescue) == 0
+        assert asked and set(asked) == {budgets}
