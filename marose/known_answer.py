@@ -32,8 +32,9 @@ WIDE_ROWS = 4096  # rows of that check on PoCL: work-groups of 16 make a grid as
 WIDE_TEXT = 1 << 20  # bytes of the FASTQ check on PoCL: work-groups of 256 a 4 KiB chunk, as wide as a map's
 CHECKED_E = 2  # neighborhood errors checked up to: e = 3 (694 lookups a pattern at ln 6) is seldom chosen
 # (length, k) beside the case's 90 bases at k = 3: the alignment programs (words a read, MAX_K) of 36
-# to 512 bases with their default k or with k of 8 or less
-READ_LENGTHS = ((50, 2), (150, 6), (250, 10), (300, 12), (300, 5), (500, 20))
+# to 512 bases with their default k or with k of 8 or less, and mate rescue's (2k) for pairs of up
+# to 212 bases with their default k, or of 65 to 128 with k of 8 or less (100, 10)
+READ_LENGTHS = ((50, 2), (100, 10), (150, 6), (250, 10), (300, 12), (300, 5), (500, 20))
 READS_A_LENGTH = 3
 
 
@@ -200,8 +201,9 @@ def check_filter(device, case: Case) -> bool:
     candidates in local memory, so that rows in the repeat are sorted in global memory
     (cl/row_sort.cl), as a genome's repeats make them; then the first reads' with each number of
     neighborhood errors up to CHECKED_E, alone and, on PoCL, among as many rows as a map's batch
-    has (PoCL compiles a kernel apart for grids of 65,535 work-items or more): the programs of
-    other indexes' maps, of few reads and of many."""
+    has (PoCL compiles a kernel apart for grids of 65,535 work-items or more), and there as copies
+    of the strands that fill such a batch with rows that find positions (_copies_agree): the
+    programs of other indexes' maps, of few reads and of many."""
     from .filter import Layout, Strands
     from .mapper import Mapper
     from .placement import Placement, min_gap
@@ -227,7 +229,29 @@ def check_filter(device, case: Case) -> bool:
             placed.place(first, Placement(3, 1, min_gap(params.mask, params.ln, e), params.width))
             if not _candidates_agree(device, case, rows, first, e, placed, must_place=False):
                 return False
+        if device.widens_grids and not _copies_agree(device, case, strands, e):
+            return False
     return True
+
+
+def _copies_agree(device, case: Case, strands, e: int) -> bool:
+    """Whether the filter's candidates of WIDE_ROWS or more rows, copies of the strands, are each
+    copy the candidates of the strands alone. Most of these rows find positions, so that
+    filter_emit, which a CPU runs over those rows only, runs in a grid as wide as a map's."""
+    from .filter import Filter, Layout, Strands
+    from .lookup import DeviceIndex
+
+    copies = -(-2 * WIDE_ROWS // strands.n)
+    wide = Strands(np.tile(strands.codes, (copies, 1)), np.tile(strands.lengths, copies), strands.width)
+    found = []
+    for rows in (strands, wide):
+        filt = Filter(device, case.index.params, e, case.index.reference.total_length, case.index.reference.offsets)
+        index = DeviceIndex(case.index, device)  # resident, as a map's: each segment's rows in one launch
+        filtered = filt.candidates(rows, Layout.fixed(rows.n), rows.lengths > 0, index.in_turn())
+        found.append(filt.on_host(filtered, rows.n))
+    alone, together = found
+    row = np.concatenate([alone.row + c * strands.n for c in range(copies)])
+    return np.array_equal(together.row, row) and np.array_equal(together.start, np.tile(alone.start, copies))
 
 
 def _with_empty_rows(strands, n: int):
@@ -322,7 +346,8 @@ def _loci_and_alignments(device, case: Case) -> tuple[bool, bool]:
 def check_read_lengths(device, case: Case) -> bool:
     """Loci and alignments of reads of each of READ_LENGTHS, with its k, against the oracle: the
     alignment programs of the read lengths and error budgets most maps take (they differ in words
-    a read takes and in the largest k), checked and so built."""
+    a read takes and in the largest k), and mate rescue's (2k) for pairs of up to 212 bases,
+    checked and so built."""
     from .mapper import Mapper
     from .oracle import oracle_map
 
@@ -473,7 +498,7 @@ def check_pairing(device, case: Case) -> bool:
     the numpy twin (pair_driver.pair_batch)."""
     from .mapper import Mapper
     from .pair_driver import map_pairs, pair_batch
-    from .pairing import DevicePairing
+    from .pairing import HEAVY_COMBINATIONS, DevicePairing
     from .pairs import InsertSize
     from .rescue import MateRescue
     from .sam import Records
@@ -483,9 +508,11 @@ def check_pairing(device, case: Case) -> bool:
     mapped = map_pairs(mapper, batch)
     insert = InsertSize(0, 1, PAIR_INSERT, PAIR_INSERT / 2, PAIR_INSERT / 8)
     offsets = mapper.contig_offsets
-    for xa in (False, True):
+    # the last pairs every pair of loci through pair_heavy, as repeats would
+    for xa, heavy in ((False, HEAVY_COMBINATIONS), (True, HEAVY_COMBINATIONS), (False, 0)):
         rescue = MateRescue(mapper, 2 * K)
-        paired = DevicePairing(device, offsets, MAX_HITS, xa, rescue).pair(batch, mapped, insert)
+        paired = DevicePairing(device, offsets, MAX_HITS, xa, rescue, heavy_combinations=heavy).pair(batch, mapped,
+                                                                                                      insert)
         want = pair_batch(batch, mapped, insert, offsets, MAX_HITS, xa, rescue)
         records, xa_hit, hits = paired.table.read(device)
         loci = want.loci
@@ -569,7 +596,7 @@ MAP_CHECKS = [
     ("prefilter, row_loci, traceback for reads of 50 to 500 bases", check_read_lengths),
     ("sam_records (SAM text)", check_sam_records),
     ("mate_names, pair_records (paired-end SAM text)", check_pair_records),
-    ("pair_loci, pair_table, place_records, place_uints, pair_hits (pairing)", check_pairing),
+    ("pair_loci, pair_heavy, pair_table, place_records, place_uints, pair_hits (pairing)", check_pairing),
     ("bam_records (BAM records)", check_bam_records),
 ]
 INDEX_CHECKS = [("bdz_build (the perfect hashes)", check_bdz)]

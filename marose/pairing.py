@@ -66,11 +66,14 @@ class DevicePairing:
     whether pair_heavy pairs the pairs of many combinations (default: as MAROSE_HEAVY_PAIRS says,
     else yes: it looks only near each locus, as the host's numpy does, and 20,000 pairs against the
     121 Mbp three-Arabidopsis reference mapped in 7.25-7.28 s with it on the 2-core machine's
-    CPU device against 8.41-8.90 s with the host pairing them)."""
+    CPU device against 8.41-8.90 s with the host pairing them). heavy_combinations: a pair's
+    combinations beyond which pair_loci leaves it to pair_heavy (the known-answer check sends
+    every pair there with 0)."""
 
     def __init__(self, device: Device, contig_offsets: np.ndarray, max_hits: int, xa: bool, rescue=None,
-                 heavy_on_device: bool | None = None):
+                 heavy_on_device: bool | None = None, heavy_combinations: int = HEAVY_COMBINATIONS):
         self.device, self.max_hits, self.xa, self.rescue = device, max_hits, xa, rescue
+        self.heavy_combinations = heavy_combinations
         self.contig_offsets = contig_offsets
         if heavy_on_device is None:
             forced = os.environ.get(SWITCH, "")
@@ -93,11 +96,11 @@ class DevicePairing:
         paired = [d.empty(4 * n) for _ in range(3)] + [d.empty(16 * n)]  # primary1, primary2, pair_mapq, layout
         orientation, low, high = (insert.orientation, insert.low, insert.high) if insert else (0, 1, 0)
         rules = (self.mapq, np.uint32(orientation), np.int32(low), np.int32(high))
-        most = self.heavy_group * ITEM_COMBINATIONS if self.heavy_on_device else HEAVY_COMBINATIONS
+        most = self.heavy_group * ITEM_COMBINATIONS if self.heavy_on_device else self.heavy_combinations
         settling = (np.uint32(self.rescue is not None and insert is not None), np.uint32(self.max_hits),
                     np.uint32(self.xa), *paired)
         d.launch(self.kernels["pair_loci"], groups(n, 64), None, np.uint32(n), *mates, *located, *rules,
-                 np.uint32(HEAVY_COMBINATIONS), np.uint64(most), *settling)
+                 np.uint32(self.heavy_combinations), np.uint64(most), *settling)
         status, n_records, n_xa1, n_xa2 = d.read(paired[-1], np.uint32, 4 * n).reshape(4, n)
         heavy = np.flatnonzero(status & HEAVY)
         if heavy.size:

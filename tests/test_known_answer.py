@@ -39,14 +39,19 @@ def lambda_copy(tmp_path_factory):
 
 def test_the_check_takes_the_alignment_programs_of_reads_up_to_512_bases():
     """Every (words a read, MAX_K) that a map of 36 to 512 bases takes with its default k, or with
-    k of 8 or less, is built by the check, so that a first map after it compiles none."""
+    k of 8 or less, and that mate rescue takes for the common pairs, is built by the check, so
+    that a first map after it compiles none."""
     from marose.extend import max_k, max_words
     from marose.params import default_max_errors
 
     checked = {(max_words(n), max_k(k)) for n, k in (*known_answer.READ_LENGTHS, (90, known_answer.K))}
     taken = {(max_words(n), max_k(k)) for n in range(36, 513) for k in (default_max_errors(n), *range(9))}
     assert taken <= checked
-    assert len(checked) == 7
+    # mate rescue's budget (2k) for pairs of up to 212 bases at the default k, and of 65-128 at k up to 8
+    rescued = {(max_words(n), max_k(2 * default_max_errors(n))) for n in range(36, 213)}
+    rescued |= {(max_words(n), max_k(2 * k)) for n in range(65, 129) for k in range(9)}
+    assert rescued <= checked
+    assert len(checked) == 8
 
 
 def test_every_check_passes_on_the_cpu_device(device):
@@ -86,6 +91,26 @@ def test_a_wrong_segment_join_is_named(device, monkeypatch):
     break_kernel(monkeypatch, "segments.cl", "keys = keys_before[s] + rank_in(word, at);", "keys = rank_in(word, at);")
     wrong = known_answer.run(device_module.Device(), "map")
     assert wrong == ["add_to_every, join_g (an index's segments joined into one)"]
+
+
+def test_a_filter_kernel_wrong_only_in_a_wide_grid_is_named(device, monkeypatch):
+    """A runtime that miscompiles filter_emit only for grids as wide as a map's (PoCL compiles them
+    apart) fails the check too."""
+    line = "uint start = read_start(positions[i], o, contig_start, n_contigs);"
+    break_kernel(monkeypatch, "filter.cl", line, line.replace(";", " + (get_num_groups(0) >= 4096u);"))
+    fresh = device_module.Device()
+    if not fresh.widens_grids:
+        pytest.skip("only a device that compiles kernels apart for wide grids runs the wide check")
+    wrong = known_answer.run(fresh, "map")
+    assert len(wrong) == 1 and wrong[0].endswith("(the filter's pattern offsets and candidates)")
+
+
+def test_a_wrong_heavy_pairing_kernel_is_named(device, monkeypatch):
+    """pair_heavy, which only pairs whose mates repeats give many loci reach in a map, is checked on
+    the known case's pairs."""
+    break_kernel(monkeypatch, "pairing.cl", "if (proper_pair(x, place_of(h,", "if (!proper_pair(x, place_of(h,")
+    wrong = known_answer.run(device_module.Device(), "map")
+    assert wrong == ["pair_loci, pair_heavy, pair_table, place_records, place_uints, pair_hits (pairing)"]
 
 
 @pytest.mark.parametrize("old, new", [('"\\tXR:i:1"', '"\\tXR:i:2"'), ("same = one[j] == two[j];", "same = true;")])
