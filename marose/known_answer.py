@@ -11,6 +11,7 @@ import os
 import tempfile
 import threading
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -669,12 +670,12 @@ COMMANDS = tuple(CHECKS)
 
 
 def _key(device, command: str) -> str:
-    """What a pass stands for: the command's check, the device, its driver and platform, the
-    kernel sources and this version of marose."""
+    """What a pass stands for: the command's check (this module's source), the device, its driver
+    and platform, the kernel sources and this version of marose."""
     from .device import kernel_dir
 
     d = device.device
-    sources = hashlib.sha256()
+    sources = hashlib.sha256(Path(__file__).read_bytes())
     for path in sorted(kernel_dir().glob("*.cl")):
         sources.update(path.name.encode() + b"\0" + path.read_bytes())
     facts = [command, __version__, d.platform.name, d.platform.version, d.name, d.vendor, d.version,

@@ -147,6 +147,19 @@ def test_a_pass_is_remembered_until_the_kernel_sources_change(device, tmp_path, 
         known_answer.ensure(device, ("map",))
 
 
+def test_a_pass_is_remembered_until_the_check_changes(device, tmp_path, monkeypatch, fresh_cache):
+    """A new version of the check (more programs, more kernels) runs again where the old one passed."""
+    known_answer.ensure(device, ("map",))
+    monkeypatch.setattr(known_answer, "run", lambda *args: pytest.fail("the check ran again"))
+    known_answer.ensure(device, ("map",))  # remembered: nothing runs
+    changed = tmp_path / "known_answer.py"
+    changed.write_text(open(known_answer.__file__).read() + "\n# changed\n")
+    monkeypatch.setattr(known_answer, "__file__", str(changed))
+    monkeypatch.setattr(known_answer, "run", lambda *args: ["ran again"])
+    with pytest.raises(known_answer.DeviceMiscomputes, match="ran again"):
+        known_answer.ensure(device, ("map",))
+
+
 def test_devices_check_prints_a_verdict_for_each_device(monkeypatch, capsys, fresh_cache):
     real = [entry for entry in device_module.all_devices() if not device_module.is_oclgrind(entry[2])]
     monkeypatch.setattr(device_module, "all_devices", lambda: tuple(real))
