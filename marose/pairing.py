@@ -67,13 +67,13 @@ class DevicePairing:
     else yes: it looks only near each locus, as the host's numpy does, and 20,000 pairs against the
     121 Mbp three-Arabidopsis reference mapped in 7.25-7.28 s with it on the 2-core machine's
     CPU device against 8.41-8.90 s with the host pairing them). heavy_combinations: a pair's
-    combinations beyond which pair_loci leaves it to pair_heavy (the known-answer check sends
-    every pair there with 0)."""
+    combinations beyond which pair_loci leaves it to pair_heavy (default HEAVY_COMBINATIONS, read
+    when the pairing is made; the known-answer check sends every pair there with 0)."""
 
     def __init__(self, device: Device, contig_offsets: np.ndarray, max_hits: int, xa: bool, rescue=None,
-                 heavy_on_device: bool | None = None, heavy_combinations: int = HEAVY_COMBINATIONS):
+                 heavy_on_device: bool | None = None, heavy_combinations: int | None = None):
         self.device, self.max_hits, self.xa, self.rescue = device, max_hits, xa, rescue
-        self.heavy_combinations = heavy_combinations
+        self.heavy_combinations = HEAVY_COMBINATIONS if heavy_combinations is None else heavy_combinations
         self.contig_offsets = contig_offsets
         if heavy_on_device is None:
             forced = os.environ.get(SWITCH, "")
