@@ -244,13 +244,10 @@ def _copies_agree(device, case: Case, strands, e: int) -> bool:
 
     copies = -(-2 * WIDE_ROWS // strands.n)
     wide = Strands(np.tile(strands.codes, (copies, 1)), np.tile(strands.lengths, copies), strands.width)
-    found = []
-    for rows in (strands, wide):
-        filt = Filter(device, case.index.params, e, case.index.reference.total_length, case.index.reference.offsets)
-        index = DeviceIndex(case.index, device)  # resident, as a map's: each segment's rows in one launch
-        filtered = filt.candidates(rows, Layout.fixed(rows.n), rows.lengths > 0, index.in_turn())
-        found.append(filt.on_host(filtered, rows.n))
-    alone, together = found
+    filt = Filter(device, case.index.params, e, case.index.reference.total_length, case.index.reference.offsets)
+    index = DeviceIndex(case.index, device)  # resident, as a map's: each segment's rows in one launch
+    alone, together = (filt.on_host(filt.candidates(rows, Layout.fixed(rows.n), rows.lengths > 0, index.in_turn()),
+                                    rows.n) for rows in (strands, wide))
     row = np.concatenate([alone.row + c * strands.n for c in range(copies)])
     return np.array_equal(together.row, row) and np.array_equal(together.start, np.tile(alone.start, copies))
 
