@@ -83,10 +83,10 @@ inline uchar upper_base(uchar c)
 /* The length of record r's name (after '@', up to the first whitespace) and of its sequence, and
  * the letters of the sequence other than A, C, G and T in either case (N to the mapper; '.'
  * reads as N). The name's length is 0 when the record fails a check: a header line that does not
- * start with '@', a third line that does not start with '+', an empty sequence, qualities not as
- * many as the bases, a name that is empty, longer than max_name or holds a byte that is not
- * printable ASCII, a sequence byte that is neither a letter nor '.', or a quality outside
- * '!'..'~'. */
+ * start with '@', a third line that does not start with '+', qualities not as many as the bases,
+ * a name that is empty, longer than max_name or holds a byte that is not printable ASCII, a
+ * sequence byte that is neither a letter nor '.', or a quality outside '!'..'~'. An empty
+ * sequence, with an empty quality line, is an empty read. */
 __kernel void fastq_fields(__global const uchar *text, __global const uint *newlines, uint n, uint max_name,
                            __global uchar *name_length, __global uint *seq_length, __global uint *n_count)
 {
@@ -97,7 +97,7 @@ __kernel void fastq_fields(__global const uchar *text, __global const uint *newl
     uint seq = line_start(newlines, 4u * r + 1u), seq_end = line_end(text, newlines, 4u * r + 1u);
     uint qual = line_start(newlines, 4u * r + 3u), qual_end = line_end(text, newlines, 4u * r + 3u);
     /* an empty line starts at its newline, which fails the first-byte tests too */
-    bool ok = text[head - 1u] == '@' && text[line_start(newlines, 4u * r + 2u)] == '+' && seq_end > seq &&
+    bool ok = text[head - 1u] == '@' && text[line_start(newlines, 4u * r + 2u)] == '+' &&
               qual_end - qual == seq_end - seq;
     seq_length[r] = seq_end - seq;
     n_count[r] = 0;

@@ -60,10 +60,13 @@ inline uint put_contig(__global char *o, uint at, int c, __global const char *co
 }
 
 /* SEQ and QUAL of a record, tab between: the read's n_bases bases and qualities (or '*'
- * without them), reverse complemented and reversed on a reverse-strand record. */
+ * without them), reverse complemented and reversed on a reverse-strand record; an empty read's
+ * are '*' both. */
 inline uint put_bases(__global char *o, uint at, __global const char *seq, __global const char *qual,
                       uint n_bases, bool has_quals, bool reverse, __global const uchar *complement, bool put)
 {
+    if (n_bases == 0u)
+        return put_char(o, put_char(o, put_char(o, at, '*', put), '\t', put), '*', put);
     at = reverse ? put_reversed(o, at, seq, n_bases, complement, put) : put_text(o, at, seq, n_bases, put);
     at = put_char(o, at, '\t', put);
     if (!has_quals)

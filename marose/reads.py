@@ -678,8 +678,6 @@ def _check_layout(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, done: i
         i = _first(bad)
         raise fail(i, 4, f"quality length {qual_lengths[i]} differs from "
                    f"sequence length {seq_lengths[i]}")
-    if not seq_lengths.all():
-        raise fail(_first(seq_lengths == 0), 2, "empty sequence")
 
 
 def _fastq_error(label: str, record: int, line: int, what: str) -> MaroseError:
@@ -746,8 +744,6 @@ def _fasta_records(text: bytes, done: int, label: str) -> PackedReads:
         return RecordError(f"{label}: FASTA record {done + i + 1} (>{head}): {what}")
 
     seq_lengths = np.diff(seq_offset)
-    if not seq_lengths.all():
-        raise fail(_first(seq_lengths == 0), "empty sequence")
     seqs = _upper_letters(seqs, seq_offset, fail)
     names, name_offset = _names(buf, starts[heads], ends[heads], done, label)
     return PackedReads(names, name_offset, seqs, seq_offset.astype(np.uint32), None)

@@ -126,8 +126,8 @@ def format_batch(batch: ReadBatch, hits: Hits, n_loci: np.ndarray | Sequence[int
     # Everything is built as bytes, column by column, and joined in C: per record
     # Python work is limited to the joins.
     names = _objects(_to_bytes(batch.names))
-    seqs = _objects(batch.seqs)
-    quals = _objects([b"*"] * n if batch.quals is None else batch.quals)
+    seqs = _stored(_objects(batch.seqs))
+    quals = _stored(_objects([b"*"] * n if batch.quals is None else batch.quals))
     unmapped = np.flatnonzero(counts == 0)
     unmapped_lines = list(map(b"\t".join, zip(
         names[unmapped].tolist(), repeat(b"4\t*\t0\t0\t*\t*\t0\t0"),
@@ -204,8 +204,9 @@ def format_records(batch: ReadBatch, names: Sequence[str], hits: Hits, n_loci: n
     mapped = hit >= 0
     quals = _objects([b"*"] * n if batch.quals is None else batch.quals)
     oriented = read + n * strand
-    seq_col = _with_reverse(batch.seqs, strand, complement=True)[oriented]
-    qual_col = quals[read] if batch.quals is None else _with_reverse(batch.quals, strand, complement=False)[oriented]
+    seq_col = _stored(_with_reverse(batch.seqs, strand, complement=True)[oriented])
+    qual_col = _stored(quals[read] if batch.quals is None
+                       else _with_reverse(batch.quals, strand, complement=False)[oriented])
     contigs = _objects([b"*"] + _to_bytes(list(contig_names)))
     mate_contig = np.asarray(records.mate_contig, np.int64)
     rnext = contigs[mate_contig + 1]
@@ -335,6 +336,13 @@ def _grouped_xa(items: np.ndarray, owners: np.ndarray, n: int) -> np.ndarray:
     groups = b"".join(items.tolist()).split(b"\n")[:-1]
     tags[owners[last]] = b"\tXA:Z:" + _objects(groups)
     return tags
+
+
+def _stored(column: np.ndarray) -> np.ndarray:
+    """column (SEQ or QUAL texts, an object array) with '*' for an empty read's, as SAM writes
+    a sequence not stored."""
+    column[column == b""] = b"*"
+    return column
 
 
 def _with_reverse(texts: list[bytes], strand: np.ndarray, complement: bool) -> np.ndarray:

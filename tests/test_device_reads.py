@@ -117,7 +117,6 @@ def test_packed_batches_are_uploaded_as_they_are(device, tmp_path: Path) -> None
                                "is not supported)"),
     ((b"+r2/2\n", b"\n"), "FASTQ record 53 (line 211): expected a '+' line, got b'' (multi-line FASTQ "
                           "is not supported)"),
-    ((b"GATTRYKM\n+r2/2\n!!~~ABCD", b"\n+r2/2\n"), "FASTQ record 53 (line 210): empty sequence"),
 ])
 def test_bad_records_found_on_the_device_are_reported_as_the_host_reports_them(
         device, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: tuple[bytes, bytes], message: str) -> None:

@@ -552,13 +552,19 @@ def test_xa_tags_list_the_secondary_records(tmp_path):
     assert len(secondary) >= 20  # reads from the copied sequence have secondary loci
 
 
-def test_short_and_all_n_reads_are_unmapped(lambda_index, tmp_path):
+def test_short_empty_and_all_n_reads_are_unmapped(lambda_index, tmp_path):
     fq = tmp_path / "odd.fq"
-    fq.write_text("@short\nACGTACGT\n+\nIIIIIIII\n@alln\n" + "N" * 50 + "\n+\n" + "I" * 50 + "\n")
+    fq.write_text("@short\nACGTACGT\n+\nIIIIIIII\n@empty\n\n+\n\n@alln\n" + "N" * 50 + "\n+\n" + "I" * 50 + "\n")
     result = map_subprocess(["-x", lambda_index, "-", "-k", "3"], stdin=fq.read_bytes())
     assert result.returncode == 0
     records = [line.split("\t") for line in result.stdout.decode().splitlines() if not line.startswith("@")]
-    assert [(r[0], r[1]) for r in records] == [("short", "4"), ("alln", "4")]
+    assert [(r[0], r[1], r[9], r[10]) for r in records] == [
+        ("short", "4", "ACGTACGT", "IIIIIIII"), ("empty", "4", "*", "*"), ("alln", "4", "N" * 50, "I" * 50)]
+    bam = tmp_path / "odd.bam"
+    assert map_subprocess(["-x", lambda_index, fq, "-k", "3", "-o", bam]).returncode == 0
+    with pysam.AlignmentFile(str(bam), "rb") as f:
+        assert [(r.query_name, r.flag, r.query_sequence) for r in f] == [
+            ("short", 4, "ACGTACGT"), ("empty", 4, None), ("alln", 4, "N" * 50)]
 
 
 def test_index_with_other_parameters_warns(tmp_path):

@@ -34,7 +34,7 @@ def test_all_kernels_are_clean_under_oclgrind(tmp_path):
                                             "c": repeat, "d": "AC" * 150 + random_dna(rng, 100)})
     reads = [genome[100:140], genome[500:530].replace("A", "C", 2), "ACGT" * 10,
              genome[950:970] + "." + genome[971:990], repeat[:40], genome[200:290].replace("G", "A", 2),
-             "AC" * 40]
+             "AC" * 40, ""]  # r7: an empty read, as trimming can leave
     fq = tmp_path / "r.fq"
     fq.write_text("".join(f"@r{i} c\n{r}\n+\n{'I' * len(r)}\n" for i, r in enumerate(reads)))
     env = command_env(OCLGRIND_DATA_RACES="1", OCLGRIND_UNINITIALIZED="1")
@@ -70,12 +70,13 @@ def test_all_kernels_are_clean_under_oclgrind(tmp_path):
     assert (name, contig, cigar, nm) == ("r4", "c", "40M", "NM:i:0")
     assert int(hn[5:]) >= 1990  # the read lies at every copy of the repeat
     # r6 lies at every other position of the AC repeat: one locus, at its rightmost best end
-    assert [(m[0], m[2], m[3], m[5]) for m in primary[5:]] == [("r5", "a", "201", "90M"), ("r6", "d", "221", "80M")]
+    assert [(m[0], m[2], m[3], m[5]) for m in primary[5:7]] == [("r5", "a", "201", "90M"), ("r6", "d", "221", "80M")]
+    assert primary[7][:11] == ["r7", "4", "*", "0", "0", "*", "*", "0", "0", "*", "*"]
 
 
 def test_paired_end_kernels_are_clean_under_oclgrind(tmp_path):
     """mate_names and pair_records, and mate rescue's alignments, on pairs that are proper, have a
-    mate found by rescue only, a mate at two loci and an unmapped mate, and pair_heavy on a pair
+    mate found by rescue only, a mate at two loci, an unmapped mate and an empty one, and pair_heavy on a pair
     of a tandem repeat, whose mates' loci make more than 4,096 combinations (the index is built
     on the CPU device)."""
     from marose.dna import decode, encode, reverse_complement
@@ -90,9 +91,9 @@ def test_paired_end_kernels_are_clean_under_oclgrind(tmp_path):
 
     noisy = genome[800:850].replace("A", "C", 3)  # 3 substitutions: beyond k, within the rescue's 2k
     mates = [(genome[100:150], rc(genome[350:400])), (genome[500:550], rc(noisy)),
-             (random_dna(rng, 50), genome[200:250]), (repeat[:50], rc(repeat[250:300]))]
+             (random_dna(rng, 50), genome[200:250]), (repeat[:50], rc(repeat[250:300])), (genome[600:650], "")]
     for mate in (1, 2):
-        (tmp_path / f"r{mate}.fq").write_text("".join(f"@p{i}/{mate}\n{m[mate - 1]}\n+\n{'I' * 50}\n"
+        (tmp_path / f"r{mate}.fq").write_text("".join(f"@p{i}/{mate}\n{m[mate - 1]}\n+\n{'I' * len(m[mate - 1])}\n"
                                                        for i, m in enumerate(mates)))
     env = command_env(OCLGRIND_DATA_RACES="1", OCLGRIND_UNINITIALIZED="1", MAROSE_HEAVY_PAIRS="device",
                       MAROSE_HEAVY_LOCI="16")  # best_loci_heavy orders every locus of p3's mates
@@ -107,6 +108,8 @@ def test_paired_end_kernels_are_clean_under_oclgrind(tmp_path):
     flags = [int(r[1]) for r in records]
     assert any(f & 2 for f in flags) and any(f & 256 for f in flags) and any(f & 4 for f in flags)
     assert any("XR:i:1" in r[-1] for r in records)
+    empty_mate = [r[:11] for r in records if r[0] == "p4"]
+    assert [(int(r[1]) & 205, r[9]) for r in empty_mate] == [(73, genome[600:650]), (133, "*")]
     # without rescue, which pairs on the host a pair the device left improper, only pair_heavy pairs p3
     result = subprocess.run([sys.executable, "-m", "marose.cli", "map", "-x", fasta, "r1.fq", "r2.fq", "-k", "2",
                              "-I", "300,30", "--rescue-errors", "0", "--device", "Oclgrind", "-q", "-o", "heavy.sam"],

@@ -572,6 +572,9 @@ def device_pair_text(index_path, reads, device, max_hits, xa, read_group, budget
     return got, records_on_host(batch, mapped, paired, mapper, budget, names, read_group)
 
 
+EMPTY_MATES = ((5, 2), (9, 1), (9, 2), (12, 1))  # (pair, mate) left without bases, as trimming can leave them
+
+
 @pytest.mark.parametrize("fastq", [True, False])
 @pytest.mark.parametrize("max_hits, xa, read_group", [(100, False, None), (2, False, "g1"), (100, True, None),
                                                      (3, True, "g1")])
@@ -581,11 +584,14 @@ def test_device_pair_records_equal_their_numpy_twin(lambda_pairs, tmp_path, devi
     with open(tmp_path / f"both.{suffix}", "w") as out:
         for i, (a, b) in enumerate(zip(first, second)):
             for mate, read in ((1, a), (2, b)):
-                seq = decode(read)
+                seq = "" if (i, mate) in EMPTY_MATES else decode(read)
                 out.write(f"@p{i}/{mate}\n{seq}\n+\n{'I' * len(seq)}\n" if fastq else f">p{i}/{mate} x\n{seq}\n")
     got, want = device_pair_text(index, tmp_path / f"both.{suffix}", device, max_hits, xa, read_group)
     assert got == want
     records = [line.split("\t") for line in want.decode().splitlines()]
+    empty = [r for r in records if r[9] == "*"]
+    assert {(r[0], int(r[1]) & 192) for r in empty} == {(f"p{i}", 64 * mate) for i, mate in EMPTY_MATES}
+    assert all(int(r[1]) & 4 and r[10] == "*" for r in empty)
     flags = [int(r[1]) for r in records]
     assert any(f & 256 for f in flags) != xa and any(f & 4 for f in flags) and any(f & 16 for f in flags)
     assert any("XR:i:1" in r for r in records) and any(int(r[8]) < 0 for r in records)

@@ -64,12 +64,21 @@ def test_device_records_equal_format_batch(device, lambda_index, tmp_path, fastq
     assert (sum("XA:Z:" in r for r in records) > 0) == (xa and max_hits > 1)
 
 
-def test_device_records_of_reads_without_hits(device, lambda_index, tmp_path) -> None:
-    reads = tmp_path / "r.fq"
-    reads.write_text("@a\nACGTNNNNNNACGTNNNNNNACGT\n+\nIIIIIIIIIIIIIIIIIIIIIIII\n@b\nAC\n+\nII\n")
+@pytest.mark.parametrize("fastq", [True, False])
+def test_device_records_of_reads_without_hits(device, lambda_index, tmp_path, fastq: bool) -> None:
+    """N beyond k, too short, and empty: SEQ and QUAL of an empty read are '*', as SAM writes a
+    sequence not stored."""
+    reads = tmp_path / ("r.fq" if fastq else "r.fa")
+    reads.write_text("@a\nACGTNNNNNNACGTNNNNNNACGT\n+\nIIIIIIIIIIIIIIIIIIIIIIII\n@b\nAC\n+\nII\n@c\n\n+\n\n" if fastq
+                     else ">a\nACGTNNNNNNACGTNNNNNNACGT\n>b\nAC\n>c\n")
     batch = next(read_batches(str(reads), 10))
+    names = lambda_index.reference.names
     mapper = Mapper(lambda_index, device, 2, 5, text_on_device=True)
     hits, n_loci = mapper.map_batch(batch)
-    got = DeviceSamFormatter(device, mapper.genome, lambda_index.reference.names, 5, None).format(hits, n_loci).into()
-    assert got.tobytes() == (b"a\t4\t*\t0\t0\t*\t*\t0\t0\tACGTNNNNNNACGTNNNNNNACGT\tIIIIIIIIIIIIIIIIIIIIIIII\tHN:i:0\n"
-                             b"b\t4\t*\t0\t0\t*\t*\t0\t0\tAC\tII\tHN:i:0\n")
+    got = DeviceSamFormatter(device, mapper.genome, names, 5, None).format(hits, n_loci).into()
+    quals = (b"IIIIIIIIIIIIIIIIIIIIIIII", b"II") if fastq else (b"*", b"*")
+    assert got.tobytes() == (b"a\t4\t*\t0\t0\t*\t*\t0\t0\tACGTNNNNNNACGTNNNNNNACGT\t%s\tHN:i:0\n"
+                             b"b\t4\t*\t0\t0\t*\t*\t0\t0\tAC\t%s\tHN:i:0\n"
+                             b"c\t4\t*\t0\t0\t*\t*\t0\t0\t*\t*\tHN:i:0\n" % quals)
+    host_hits, host_loci = Mapper(lambda_index, device, 2, 5).map_batch(batch)
+    assert format_batch(batch, host_hits, host_loci, names, 5, False, None) == got.tobytes()
