@@ -292,7 +292,7 @@ def test_bad_input_names_file_and_record(tmp_path: Path, name: str, data: bytes,
 @pytest.mark.parametrize("chunk", [5, 1 << 20])
 def test_an_empty_sequence_is_an_empty_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
     """Adapter trimming can leave a read without bases (cutadapt keeps them by default): it is
-    read as an empty read, which the mapper writes unmapped, as minimap2 and bowtie2 do."""
+    read as an empty read, which the mapper writes unmapped, as minimap2 does."""
     monkeypatch.setattr(reads, "CHUNK_BYTES", chunk)
     fastq = FASTQ.replace(b"GATTRYKM\n+r2/2\n!!~~ABCD", b"\n+r2/2\n") + b"@r4\n\n+\n\n"
     assert read_all(write(tmp_path / "r.fq", fastq)) == (
