@@ -87,7 +87,8 @@ class DeviceIndex:
         self.device = device
         reference = index.reference
         budget = max_bytes or int(RESIDENT_FRACTION * device.device.global_mem_size)
-        self.resident = sum(s.nbytes() for s in index.segments) <= budget
+        self.nbytes = sum(s.nbytes() for s in index.segments)  # of the segments' tables
+        self.resident = self.nbytes <= budget
         self.parts = list(index.segments) if self.resident else [
             part for s in index.segments for part in device_parts(s, budget)]
         # one upload, its staging buffers shared, of the packed genome and the resident tables

@@ -642,21 +642,27 @@ def test_the_command_gives_openblas_one_thread_unless_told(given, used):
     assert done.stdout.split() == [used, "False"]  # set before numpy was imported
 
 
-def test_pairs_take_more_lanes_on_a_gpu_only() -> None:
+def test_pairs_take_more_lanes_on_a_gpu_unless_the_index_is_large() -> None:
     from types import SimpleNamespace
 
     from marose.pair_driver import PairedEnd
     from marose.session import SingleEnd
 
     args = SimpleNamespace(insert_size=None, max_hits=100)
-    gpu = SimpleNamespace(is_cpu=False, has_upload_lane=True)
+    memory = 80 << 30
+    gpu = SimpleNamespace(is_cpu=False, has_upload_lane=True, device=SimpleNamespace(global_mem_size=memory))
     pocl3 = SimpleNamespace(is_cpu=True, has_upload_lane=False,
                             device=SimpleNamespace(platform=SimpleNamespace(version="OpenCL 3.0 PoCL 3.0")))
-    resident, parts = SimpleNamespace(resident=True), SimpleNamespace(resident=False)
+    resident, parts = SimpleNamespace(resident=True, nbytes=300 << 20), SimpleNamespace(resident=False)
+    share = memory // cli.MORE_LANES_INDEX_SHARE
+    largest_small, human_size = SimpleNamespace(resident=True, nbytes=share), SimpleNamespace(resident=True,
+                                                                                             nbytes=share + 1)
     paired, single = PairedEnd(args).gpu_lanes, SingleEnd(args).gpu_lanes
     assert paired == cli.PAIRED_MAPPING_LANES > cli.MAPPING_LANES
-    assert cli.mapping_lanes(gpu, resident, paired) == cli.PAIRED_MAPPING_LANES
-    assert cli.mapping_lanes(gpu, resident, single) == cli.MAPPING_LANES
+    assert cli.mapping_lanes(gpu, resident, paired) == cli.mapping_lanes(gpu, largest_small, paired) \
+        == cli.PAIRED_MAPPING_LANES
+    assert cli.mapping_lanes(gpu, human_size, paired) == cli.MAPPING_LANES
+    assert cli.mapping_lanes(gpu, resident, single) == cli.mapping_lanes(gpu, human_size, single) == cli.MAPPING_LANES
     assert cli.mapping_lanes(gpu, parts, paired) == 1
     assert cli.mapping_lanes(pocl3, resident, paired) == cli.mapping_lanes(pocl3, resident, single) == 2
 
