@@ -51,7 +51,8 @@ def _map_parser(sub) -> None:
                         "then mate 2 of each pair, in the same order, named alike (a trailing /1 or /2 aside)")
     p.add_argument("-x", "--index", help="the reference FASTA that marose-index indexed, or its .marose "
                                          "directory; default: the one index in the current directory")
-    p.add_argument("-o", "--output", help="output file (.sam or .bam); default: SAM on stdout")
+    p.add_argument("-o", "--output", help="output file: BAM when it ends in .bam, else SAM (.cram and .gz are "
+                   "refused); default: SAM on stdout")
     p.add_argument("-k", "--max-errors", type=int,
                    help="edit distance budget; default about 5%% of the first read's length")
     p.add_argument("--max-hits", type=int, default=DEFAULT_MAX_HITS,
@@ -248,6 +249,8 @@ def index_layout(on_device) -> str:
 
 def check_map_options(args) -> None:
     """MaroseError for options map cannot take; sets the CPU runtime's thread count from -t."""
+    from .sam_file import check_output_name
+
     if args.max_hits < 1:
         raise MaroseError("--max-hits must be at least 1")
     if args.batch_size is not None and args.batch_size < 1:
@@ -265,6 +268,7 @@ def check_map_options(args) -> None:
     for reads in args.reads:
         if reads != "-" and not os.path.isfile(reads):
             raise MaroseError(f"{reads}: no such file")
+    check_output_name(args.output)
     heavy = os.environ.get("MAROSE_HEAVY_LOCI", "")  # extend.HEAVY_SWITCH, checked before any device opens
     if heavy and not heavy.isdigit():
         raise MaroseError(f"MAROSE_HEAVY_LOCI must be a number of loci, got {heavy!r}")

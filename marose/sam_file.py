@@ -211,9 +211,26 @@ def output_threads(threads: int | None) -> int:
     return threads or os.cpu_count() or 1
 
 
+UNWRITTEN_FORMATS = {  # output names whose format marose does not write, and what to do instead
+    ".cram": "CRAM is not written: write BAM (-o out.bam), or pipe SAM to `samtools view -C -T GENOME.fa -o OUT`",
+    ".gz": "compressed SAM is not written: write BAM (-o out.bam), or pipe SAM to `bgzip > OUT`",
+    ".bgz": "compressed SAM is not written: write BAM (-o out.bam), or pipe SAM to `bgzip > OUT`",
+}
+
+
+def check_output_name(path: str | None) -> None:
+    """MaroseError for an output whose name asks for a format marose does not write (SAM would go
+    there under a name that says otherwise)."""
+    if path is None:
+        return
+    for suffix, instead in UNWRITTEN_FORMATS.items():
+        if path.lower().endswith(suffix):
+            raise MaroseError(f"{path}: {instead}")
+
+
 def is_bam_path(path: str | None) -> bool:
     """Whether SamWriter writes BAM to path (which then takes BAM records)."""
-    return path is not None and path.endswith(".bam")
+    return path is not None and path.lower().endswith(".bam")
 
 
 def kept_at_close(path: str | None) -> bool:

@@ -552,6 +552,23 @@ def test_xa_tags_list_the_secondary_records(tmp_path):
     assert len(secondary) >= 20  # reads from the copied sequence have secondary loci
 
 
+@pytest.mark.parametrize("name, message", [("out.cram", "CRAM is not written"),
+                                           ("out.sam.gz", "compressed SAM is not written"),
+                                           ("out.SAM.BGZ", "compressed SAM is not written")])
+def test_an_output_named_for_a_format_not_written_is_refused(lambda_index, tmp_path, capsys, name, message):
+    """SAM under a name that promises CRAM or gzip would mislead what reads it next."""
+    out, reads = tmp_path / name, os.path.join(os.path.dirname(LAMBDA), "lambda_reads.fq.gz")
+    assert run_map("-x", lambda_index, reads, "-k", "3", "-o", out) == 1
+    assert f"{out}: {message}" in capsys.readouterr().err and not os.listdir(tmp_path)
+
+
+def test_an_upper_case_bam_name_is_bam(lambda_index, tmp_path):
+    out, reads = tmp_path / "out.BAM", os.path.join(os.path.dirname(LAMBDA), "lambda_reads.fq.gz")
+    assert run_map("-x", lambda_index, reads, "-k", "3", "-o", out) == 0
+    with pysam.AlignmentFile(str(out), "rb") as bam:
+        assert sum(1 for _ in bam) > 0
+
+
 def test_short_empty_and_all_n_reads_are_unmapped(lambda_index, tmp_path):
     fq = tmp_path / "odd.fq"
     fq.write_text("@short\nACGTACGT\n+\nIIIIIIII\n@empty\n\n+\n\n@alln\n" + "N" * 50 + "\n+\n" + "I" * 50 + "\n")
