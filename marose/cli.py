@@ -27,6 +27,7 @@ MEMS_MIN_LENGTH = 10  # mems' shortest -l: shorter seeds would hit nearly everyw
 MAPPING_LANES = 2  # threads that map batches on a GPU (mapping_lanes)
 PAIRED_MAPPING_LANES = 3  # the same for pairs, whose lanes do more host work a batch (mapping_lanes)
 MORE_LANES_INDEX_SHARE = 16  # lanes beyond MAPPING_LANES only for an index of at most 1/16 of the GPU's memory
+ONE_LANE_INDEX_SHARE = 4  # one lane for an index of more than 1/4 of it
 TWO_LANE_POCLS = (3,)  # PoCL major versions tried on two lanes without a failure; 5.0 aborted (mapping_lanes)
 DEVICES_HELP = ("OpenCL device, as 'P:D' (see `marose devices`) or part of its name; several, comma-separated "
                 "(0:0,0:1), each holding a copy of the index and mapping its share of the batches (`marose map`: "
@@ -291,17 +292,23 @@ def mapping_lanes(device, on_device, gpu_lanes: int | None = None) -> int:
     PoCL 3.0 the mapping took 0.61-0.69 s on two lanes against 0.77-0.82 s on one (A. thaliana),
     1.24-1.34 against 1.54-1.57 s (chrX); PoCL 5.0 aborted in 7 of 9 runs with two (BENCHMARKS.md,
     CPU devices). Pairs take PAIRED_MAPPING_LANES on a GPU: their lanes also pair, rescue and lay
-    out records, and wait on the device more often (BENCHMARKS.md, pairs). Not with an index of
-    more than 1/MORE_LANES_INDEX_SHARE of the GPU's memory: the batches of a human-size genome's
-    repeats keep the device busy and fill its memory, and a third lane slowed 100,000 pairs
-    against the 3.1 Gbp reference 1.07x on an H200 and 1.27x with 80 GB of it free (as an H100 has)."""
+    out records, and wait on the device more often (BENCHMARKS.md, pairs). A GPU whose memory the
+    index fills more takes fewer: the batches of a human-size genome's repeats keep it busy and
+    take much of the memory left. Beyond 1/MORE_LANES_INDEX_SHARE of it, no more than
+    MAPPING_LANES (a third lane slowed 100,000 pairs against the 3.1 Gbp reference 1.07x on an
+    H200, 1.27x with 80 GB of it free, as an H100 has); beyond 1/ONE_LANE_INDEX_SHARE, one (with
+    80 GB free, a second lane slowed 200,000 reads against it 1.07-1.09x, where it saved a few
+    percent with the H200's 139.8 GiB)."""
     from .device import pocl_major
 
     if not on_device.resident:
         return 1
     if device.has_upload_lane:
+        memory = device.device.global_mem_size
+        if on_device.nbytes * ONE_LANE_INDEX_SHARE > memory:
+            return 1
         lanes = gpu_lanes or MAPPING_LANES
-        if lanes > MAPPING_LANES and on_device.nbytes * MORE_LANES_INDEX_SHARE > device.device.global_mem_size:
+        if lanes > MAPPING_LANES and on_device.nbytes * MORE_LANES_INDEX_SHARE > memory:
             return MAPPING_LANES
         return lanes
     pocl = pocl_major(device.device.platform.version) if device.is_cpu else None

@@ -294,8 +294,8 @@ def test_which_devices_map_on_two_lanes(is_cpu, staged, version, resident, lanes
     from types import SimpleNamespace
 
     device = SimpleNamespace(is_cpu=is_cpu, has_upload_lane=staged,
-                             device=SimpleNamespace(platform=SimpleNamespace(version=version)))
-    assert cli.mapping_lanes(device, SimpleNamespace(resident=resident)) == lanes
+                             device=SimpleNamespace(platform=SimpleNamespace(version=version), global_mem_size=80 << 30))
+    assert cli.mapping_lanes(device, SimpleNamespace(resident=resident, nbytes=300 << 20)) == lanes
 
 
 def test_an_index_larger_than_the_device_allows_is_cut_into_parts(lambda_two_contigs, tmp_path, monkeypatch):
@@ -659,7 +659,7 @@ def test_the_command_gives_openblas_one_thread_unless_told(given, used):
     assert done.stdout.split() == [used, "False"]  # set before numpy was imported
 
 
-def test_pairs_take_more_lanes_on_a_gpu_unless_the_index_is_large() -> None:
+def test_gpu_lanes_follow_the_layout_and_the_share_of_memory_the_index_takes() -> None:
     from types import SimpleNamespace
 
     from marose.pair_driver import PairedEnd
@@ -671,15 +671,16 @@ def test_pairs_take_more_lanes_on_a_gpu_unless_the_index_is_large() -> None:
     pocl3 = SimpleNamespace(is_cpu=True, has_upload_lane=False,
                             device=SimpleNamespace(platform=SimpleNamespace(version="OpenCL 3.0 PoCL 3.0")))
     resident, parts = SimpleNamespace(resident=True, nbytes=300 << 20), SimpleNamespace(resident=False)
-    share = memory // cli.MORE_LANES_INDEX_SHARE
-    largest_small, human_size = SimpleNamespace(resident=True, nbytes=share), SimpleNamespace(resident=True,
-                                                                                             nbytes=share + 1)
+    more, one = memory // cli.MORE_LANES_INDEX_SHARE, memory // cli.ONE_LANE_INDEX_SHARE
+    index = {size: SimpleNamespace(resident=True, nbytes=size) for size in (more, more + 1, one, one + 1)}
     paired, single = PairedEnd(args).gpu_lanes, SingleEnd(args).gpu_lanes
-    assert paired == cli.PAIRED_MAPPING_LANES > cli.MAPPING_LANES
-    assert cli.mapping_lanes(gpu, resident, paired) == cli.mapping_lanes(gpu, largest_small, paired) \
+    assert paired == cli.PAIRED_MAPPING_LANES > cli.MAPPING_LANES > 1
+    assert cli.mapping_lanes(gpu, resident, paired) == cli.mapping_lanes(gpu, index[more], paired) \
         == cli.PAIRED_MAPPING_LANES
-    assert cli.mapping_lanes(gpu, human_size, paired) == cli.MAPPING_LANES
-    assert cli.mapping_lanes(gpu, resident, single) == cli.mapping_lanes(gpu, human_size, single) == cli.MAPPING_LANES
+    assert cli.mapping_lanes(gpu, index[more + 1], paired) == cli.mapping_lanes(gpu, index[one], paired) \
+        == cli.MAPPING_LANES
+    assert cli.mapping_lanes(gpu, resident, single) == cli.mapping_lanes(gpu, index[one], single) == cli.MAPPING_LANES
+    assert cli.mapping_lanes(gpu, index[one + 1], paired) == cli.mapping_lanes(gpu, index[one + 1], single) == 1
     assert cli.mapping_lanes(gpu, parts, paired) == 1
     assert cli.mapping_lanes(pocl3, resident, paired) == cli.mapping_lanes(pocl3, resident, single) == 2
 
