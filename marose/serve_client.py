@@ -44,6 +44,9 @@ def map_through_server(args, log) -> None:
     from .sam_file import OutputFile
 
     check_map_options(args)
+    for reads in args.reads:  # the server opens them: a pipe of the client's would be its own, or wait on the client
+        if reads != "-" and not os.path.isfile(reads):
+            raise MaroseError(f"{reads}: reads mapped through a server are regular files, or stdin ('-')")
     request = {"command": "map", "args": vars(args), "cwd": os.getcwd(),
                "command_line": " ".join(shlex.quote(a) for a in ["marose", *sys.argv[1:]]),
                "index": os.path.realpath(find_index(args.index)) if args.index else None,

@@ -10,7 +10,7 @@ import numpy as np
 import pysam
 import pytest
 
-from conftest import LAMBDA, write_fasta
+from conftest import LAMBDA, ROOT, command_env, write_fasta
 from indexer import cli as index_cli
 from marose import cli, pairs
 from marose.dna import decode, reverse_complement
@@ -426,6 +426,35 @@ def test_bad_pairs_give_a_clear_error_and_no_output(lambda_pairs, tmp_path, caps
     assert run_map("-x", index, *args, "-o", out, "--batch-size", 2) == 1
     assert message in capsys.readouterr().err
     assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(a) for a in args if a.endswith(".fq"))
+
+
+def test_mates_from_process_substitutions_map_as_from_files(lambda_pairs, tmp_path):
+    """`marose map -x G <(zcat r1.fq.gz) <(zcat r2.fq.gz)`, as bwa users type it: the mates come
+    from two pipes (named /dev/fd/N), not regular files."""
+    import gzip
+    import shlex
+    import subprocess
+    import sys
+
+    fasta, index, ref, first, second, fq1, fq2 = lambda_pairs
+    zipped = []
+    for mate, path in ((1, fq1), (2, fq2)):
+        zipped.append(tmp_path / f"r{mate}.fq.gz")
+        zipped[-1].write_bytes(gzip.compress(open(path, "rb").read()))
+    files, piped = tmp_path / "files.sam", tmp_path / "piped.sam"
+    assert run_map("-x", index, fq1, fq2, "-o", files, "-k", K) == 0
+    command = (f"{shlex.quote(sys.executable)} -m marose.cli map -q -x {shlex.quote(index)} -k {K} "
+               f"<(zcat {shlex.quote(str(zipped[0]))}) <(zcat {shlex.quote(str(zipped[1]))}) -o {shlex.quote(str(piped))}")
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, cwd=ROOT, env=command_env(),
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    body = [[line for line in open(path) if not line.startswith("@PG")] for path in (files, piped)]
+    assert body[0] == body[1] and len(body[0]) > 240
+
+
+def test_a_directory_given_as_reads_is_named_as_one(lambda_pairs, tmp_path, capsys):
+    assert run_map("-x", lambda_pairs[1], tmp_path, lambda_pairs[6]) == 1
+    assert f"{tmp_path}: is a directory, expected a FASTQ/FASTA file" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("args,message", [

@@ -176,6 +176,16 @@ def test_reads_on_the_clients_stdin(lambda_index, served, tmp_path, how):
     assert_same_as_alone(tmp_path / "served.sam", tmp_path / "alone.sam")
 
 
+def test_reads_on_a_pipe_of_the_clients_are_refused(served, tmp_path, capsys):
+    """The server opens the reads itself: a named pipe, or a process substitution's /dev/fd/N,
+    would be another file there or keep it waiting on the client; stdin is the way for them."""
+    fifo = tmp_path / "reads.fq"
+    os.mkfifo(fifo)
+    assert cli.main(["map", "-q", "--server", served.path, str(fifo), "-o", str(tmp_path / "out.sam")]) == 1
+    assert f"{fifo}: reads mapped through a server are regular files, or stdin ('-')" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["reads.fq"]
+
+
 def test_two_clients_at_once_are_served_one_after_the_other(lambda_index, served, tmp_path):
     map_alone(lambda_index, tmp_path / "alone.sam", READS, "--batch-size", 500)
     clients = [marose("map", "-q", "--server", served.path, READS, "--batch-size", 500, "-o", tmp_path / f"{i}.sam")
