@@ -250,6 +250,7 @@ def index_layout(on_device) -> str:
 
 def check_map_options(args) -> None:
     """MaroseError for options map cannot take; sets the CPU runtime's thread count from -t."""
+    from .reads import check_input
     from .sam_file import check_output_name
 
     if args.max_hits < 1:
@@ -266,11 +267,8 @@ def check_map_options(args) -> None:
         raise MaroseError("-I is for paired-end reads: give two read files, or one with --interleaved")
     if len(args.reads) == 2 and args.reads.count("-") == 2:
         raise MaroseError("stdin ('-') can hold only one of the two read files")
-    for reads in args.reads:  # a named pipe or a process substitution (<(zcat r1.fq.gz)) is read as stdin is
-        if reads != "-" and not os.path.exists(reads):
-            raise MaroseError(f"{reads}: no such file")
-        if os.path.isdir(reads):
-            raise MaroseError(f"{reads}: is a directory, expected a FASTQ/FASTA file")
+    for reads in args.reads:
+        check_input(reads)
     check_output_name(args.output)
     heavy = os.environ.get("MAROSE_HEAVY_LOCI", "")  # extend.HEAVY_SWITCH, checked before any device opens
     if heavy and not heavy.isdigit():

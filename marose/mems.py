@@ -286,13 +286,13 @@ def find_mems(ref_path: str, query_path: str, min_length: int, forward_coords: b
     from .cli import _in_background
     from .device import Device
     from .mummer_format import MummerWriter
+    from .reads import check_input
     from .reference import read_fasta
 
     params = MemParams(min_length)
     if output and not os.path.isdir(os.path.dirname(os.path.abspath(output))):
         raise MaroseError(f"{output}: cannot write output (no such directory)")
-    if query_path != "-" and not os.path.isfile(query_path):
-        raise MaroseError(f"{query_path}: no such file")
+    check_input(query_path)
     reading_reference = _in_background(read_fasta, ref_path)
     batches = read_ahead(query_batches(query_path))
     device = Device(device_spec, verbose=verbose)

@@ -440,6 +440,15 @@ def _parse(path: str, label: str, bytes_read: BytesRead) -> Iterator[PackedReads
             stream.close()
 
 
+def check_input(path: str) -> None:
+    """MaroseError unless path is '-' (stdin) or names something to read: a file, a named pipe or
+    a process substitution (<(zcat r1.fq.gz)), which are read as stdin is."""
+    if path != "-" and not os.path.exists(path):
+        raise MaroseError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise MaroseError(f"{path}: is a directory, expected a FASTQ/FASTA file")
+
+
 def _open(path: str, label: str) -> BinaryIO:
     if path == "-":
         return sys.stdin.buffer
@@ -743,7 +752,6 @@ def _fasta_records(text: bytes, done: int, label: str) -> PackedReads:
         head = buf[starts[heads[i]] + 1:ends[heads[i]]][:40].tobytes().decode("ascii", "replace")
         return RecordError(f"{label}: FASTA record {done + i + 1} (>{head}): {what}")
 
-    seq_lengths = np.diff(seq_offset)
     seqs = _upper_letters(seqs, seq_offset, fail)
     names, name_offset = _names(buf, starts[heads], ends[heads], done, label)
     return PackedReads(names, name_offset, seqs, seq_offset.astype(np.uint32), None)

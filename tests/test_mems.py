@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -150,7 +151,7 @@ def test_output_is_mummers(tmp_path):
     assert single[4] == "     321        22        70"
 
 
-def test_queries_from_fastq_gzip_and_stdin(tmp_path):
+def test_queries_from_fastq_gzip_stdin_and_a_pipe(tmp_path):
     rng = np.random.default_rng(2)
     genome = random_dna(rng, 2000)
     ref = write_fasta(tmp_path / "r.fa.gz", {"g": genome}, gz=True)
@@ -162,6 +163,14 @@ def test_queries_from_fastq_gzip_and_stdin(tmp_path):
     from_stdin = run_cli(ref, "-", "-l", "20", "-q", stdin=fastq)
     assert from_file.returncode == 0, from_file.stderr
     assert from_file.stdout == from_stdin.stdout
+    fifo = tmp_path / "pipe.fq"  # as a process substitution, <(zcat r.fq.gz), gives it
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=fifo.write_bytes, args=(fastq,))
+    writer.start()
+    from_pipe = run_cli(ref, str(fifo), "-l", "20", "-q")
+    writer.join()
+    assert from_pipe.returncode == 0, from_pipe.stderr
+    assert from_pipe.stdout == from_file.stdout
     assert from_file.stdout.decode() == ("> read0\n     101         1       300\n> read0 Reverse\n"
                                          "> read1\n> read1 Reverse\n     901         1       300\n")
 
