@@ -25,9 +25,7 @@ DEFAULT_MAX_HITS = 100
 CHUNK_READS = 100_000  # reads of a chunk that a Dask worker maps (marose/cluster.py)
 MEMS_MIN_LENGTH = 10  # mems' shortest -l: shorter seeds would hit nearly everywhere
 MAPPING_LANES = 2  # threads that map batches on a GPU (mapping_lanes)
-PAIRED_MAPPING_LANES = 3  # the same for pairs, whose lanes do more host work a batch (mapping_lanes)
-MORE_LANES_INDEX_SHARE = 16  # lanes beyond MAPPING_LANES only for an index of at most 1/16 of the GPU's memory
-ONE_LANE_INDEX_SHARE = 4  # one lane for an index of more than 1/4 of it
+ONE_LANE_INDEX_SHARE = 4  # one lane on a GPU whose memory the index fills more than 1/4 of (mapping_lanes)
 TWO_LANE_POCLS = (3,)  # PoCL major versions tried on two lanes without a failure; 5.0 aborted (mapping_lanes)
 DEVICES_HELP = ("OpenCL device, as 'P:D' (see `marose devices`) or part of its name; several, comma-separated "
                 "(0:0,0:1), each holding a copy of the index and mapping its share of the batches (`marose map`: "
@@ -283,34 +281,24 @@ def use_cpu_threads(threads: int | None) -> None:
         os.environ.setdefault("POCL_MAX_PTHREAD_COUNT", str(threads))
 
 
-def mapping_lanes(device, on_device, gpu_lanes: int | None = None) -> int:
-    """Threads that map batches, each on a queue of its own (Device.mapping_lane): gpu_lanes
-    (default MAPPING_LANES) on a device with memory of its own (a GPU), where one's host work and
-    waits then overlap the others' kernels; two on a CPU device of a PoCL tried with two queues at
-    once (TWO_LANE_POCLS); else one; and one unless the whole index stays on the device (segments
-    uploaded batch by batch would go through the first lane's queue). On 16 cores with PyPI's
-    PoCL 3.0 the mapping took 0.61-0.69 s on two lanes against 0.77-0.82 s on one (A. thaliana),
-    1.24-1.34 against 1.54-1.57 s (chrX); PoCL 5.0 aborted in 7 of 9 runs with two (BENCHMARKS.md,
-    CPU devices). Pairs take PAIRED_MAPPING_LANES on a GPU: their lanes also pair, rescue and lay
-    out records, and wait on the device more often (BENCHMARKS.md, pairs). A GPU whose memory the
-    index fills more takes fewer: the batches of a human-size genome's repeats keep it busy and
-    take much of the memory left. Beyond 1/MORE_LANES_INDEX_SHARE of it, no more than
-    MAPPING_LANES (a third lane slowed 100,000 pairs against the 3.1 Gbp reference 1.07x on an
-    H200, 1.27x with 80 GB of it free, as an H100 has); beyond 1/ONE_LANE_INDEX_SHARE, one (with
-    80 GB free, a second lane slowed 200,000 reads against it 1.07-1.09x, where it saved a few
-    percent with the H200's 139.8 GiB)."""
+def mapping_lanes(device, on_device) -> int:
+    """Threads that map batches, each on a queue of its own (Device.mapping_lane): two, where one's
+    host work and waits then overlap the other's kernels, when the whole index stays on the
+    device (segments uploaded batch by batch would go through the first lane's queue), on a
+    device with memory of its own (a GPU) or on a CPU device of a PoCL tried with two queues at
+    once (TWO_LANE_POCLS); else one. On 16 cores with PyPI's PoCL 3.0 the mapping took 0.61-0.69 s
+    on two lanes against 0.77-0.82 s on one (A. thaliana), 1.24-1.34 against 1.54-1.57 s (chrX);
+    PoCL 5.0 aborted in 7 of 9 runs with two (BENCHMARKS.md, CPU devices). A GPU whose memory the
+    index fills more than 1/ONE_LANE_INDEX_SHARE of takes one: the batches of a human-size genome's
+    repeats keep it busy and take much of the memory left (with 80 GB, as an H100 has, a second
+    lane slowed 200,000 reads against the 3.1 Gbp reference 1.07-1.10x; with an H200's 139.8 GiB
+    it saved 1-7%)."""
     from .device import pocl_major
 
     if not on_device.resident:
         return 1
     if device.has_upload_lane:
-        memory = device.device.global_mem_size
-        if on_device.nbytes * ONE_LANE_INDEX_SHARE > memory:
-            return 1
-        lanes = gpu_lanes or MAPPING_LANES
-        if lanes > MAPPING_LANES and on_device.nbytes * MORE_LANES_INDEX_SHARE > memory:
-            return MAPPING_LANES
-        return lanes
+        return 1 if on_device.nbytes * ONE_LANE_INDEX_SHARE > device.device.global_mem_size else MAPPING_LANES
     pocl = pocl_major(device.device.platform.version) if device.is_cpu else None
     return MAPPING_LANES if pocl in TWO_LANE_POCLS else 1
 

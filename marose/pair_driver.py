@@ -97,12 +97,6 @@ class PairedEnd:
     explain_note = "\nthe guarantee holds for each mate"
     max_hits = None
 
-    @property
-    def gpu_lanes(self) -> int:
-        from .cli import PAIRED_MAPPING_LANES
-
-        return PAIRED_MAPPING_LANES
-
     def __init__(self, args):
         self.args = args
         self.insert: InsertSize | None = given_insert(args.insert_size) if args.insert_size else None

@@ -73,17 +73,17 @@ def _ready_device(loading: Future, profile: bool, verbose: bool, log, max_device
     return DeviceIndex(loading.result(), device, max_device_bytes)
 
 
-def lane_mappers(session: Session, mapper, gpu_lanes: int | None = None) -> list:
+def lane_mappers(session: Session, mapper) -> list:
     """mapper (on session.on_device) and a Mapper for each other mapping lane of the session's
-    devices (cli.mapping_lanes of each, with gpu_lanes): the lanes of each device in
-    turn, so that pipeline.run deals consecutive batches to different devices."""
+    devices (cli.mapping_lanes of each): the lanes of each device in turn, so that pipeline.run
+    deals consecutive batches to different devices."""
     from .cli import mapping_lanes
 
     per_device = []
     for copy in session.copies:
         first = mapper if copy is mapper.on_device else mapper.on_copy(copy)
         per_device.append([first] + [first.on_lane(copy.device.mapping_lane())
-                                     for _ in range(mapping_lanes(copy.device, copy, gpu_lanes) - 1)])
+                                     for _ in range(mapping_lanes(copy.device, copy) - 1)])
     return [lane for turn in itertools.zip_longest(*per_device) for lane in turn if lane is not None]
 
 
@@ -129,14 +129,13 @@ def open_reads(args, device_batch_size: Callable[[], int]) -> tuple[Iterator, ob
 
 class SingleEnd:
     """The layout of single reads, as map_reads takes a layout: each read's records, formatted on
-    the device. A layout says what it maps (max_hits, unit, describe, explain_note), the lanes a
-    GPU maps it on (gpu_lanes) and the other edit budgets they align within (other_budgets), maps
-    ahead what it needs before the lanes start (start), gives a lane its work (work) and the
-    batch's reads (reads), counts what was mapped (done) and reports at the end (report)."""
+    the device. A layout says what it maps (max_hits, unit, describe, explain_note) and the other
+    edit budgets its lanes align within (other_budgets), maps ahead what it needs before the lanes
+    start (start), gives a lane its work (work) and the batch's reads (reads), counts what was
+    mapped (done) and reports at the end (report)."""
 
     unit = "reads"
     explain_note = ""
-    gpu_lanes = None  # cli.mapping_lanes' default
 
     def __init__(self, args):
         self.args = args
@@ -209,7 +208,7 @@ def map_reads(session: Session, args, first, batches: Iterator, bytes_read, open
     stats = mapper.stats
     progress = Progress(log, sys.stderr if not args.quiet and sys.stderr.isatty() else None, bytes_read,
                         unit=layout.unit)
-    mappers = lane_mappers(session, mapper, layout.gpu_lanes)
+    mappers = lane_mappers(session, mapper)
     for lane in mappers:  # the lanes of a device share its programs
         lane.prepare(first_length, layout.other_budgets(k))
     try:

@@ -157,7 +157,7 @@ def test_devices_of_a_session_and_their_lanes_alternate(lambda_index, monkeypatc
     loading.set_result(store.load(lambda_index, False))
     session = open_session(loading, devices, False, False, lambda message: None)
     monkeypatch.setattr(cli, "mapping_lanes",
-                        lambda device, on_device, gpu_lanes=None: 2 if on_device is session.copies[0] else 1)
+                        lambda device, on_device: 2 if on_device is session.copies[0] else 1)
     mapper = Mapper(session.index, session.device, 3, on_device=session.on_device)
     lanes = lane_mappers(session, mapper)
     assert [lane.on_device for lane in lanes] == [session.copies[0], session.copies[1], session.copies[0]]

@@ -265,7 +265,7 @@ def test_output_and_counts_are_identical_in_several_mapping_lanes(lambda_two_con
     assert run_map("-x", index, fq, "-o", tmp_path / "first.sam", "-k", 3) == 0  # the device's known-answer check
     runs = []
     for lanes in (1, 3):
-        monkeypatch.setattr(cli, "mapping_lanes", lambda device, on_device, gpu_lanes=None: lanes)
+        monkeypatch.setattr(cli, "mapping_lanes", lambda device, on_device: lanes)
         out, stats = tmp_path / f"o{lanes}.sam", tmp_path / f"s{lanes}.json"
         assert run_map("-x", index, fq, "-o", out, "-k", 3, "--batch-size", 8, "--stats", stats,
                        *(["--xa"] if xa else [])) == 0
@@ -659,30 +659,17 @@ def test_the_command_gives_openblas_one_thread_unless_told(given, used):
     assert done.stdout.split() == [used, "False"]  # set before numpy was imported
 
 
-def test_gpu_lanes_follow_the_layout_and_the_share_of_memory_the_index_takes() -> None:
+def test_a_gpu_maps_on_one_lane_where_the_index_fills_over_a_quarter_of_its_memory() -> None:
     from types import SimpleNamespace
 
-    from marose.pair_driver import PairedEnd
-    from marose.session import SingleEnd
-
-    args = SimpleNamespace(insert_size=None, max_hits=100)
     memory = 80 << 30
     gpu = SimpleNamespace(is_cpu=False, has_upload_lane=True, device=SimpleNamespace(global_mem_size=memory))
-    pocl3 = SimpleNamespace(is_cpu=True, has_upload_lane=False,
-                            device=SimpleNamespace(platform=SimpleNamespace(version="OpenCL 3.0 PoCL 3.0")))
-    resident, parts = SimpleNamespace(resident=True, nbytes=300 << 20), SimpleNamespace(resident=False)
-    more, one = memory // cli.MORE_LANES_INDEX_SHARE, memory // cli.ONE_LANE_INDEX_SHARE
-    index = {size: SimpleNamespace(resident=True, nbytes=size) for size in (more, more + 1, one, one + 1)}
-    paired, single = PairedEnd(args).gpu_lanes, SingleEnd(args).gpu_lanes
-    assert paired == cli.PAIRED_MAPPING_LANES > cli.MAPPING_LANES > 1
-    assert cli.mapping_lanes(gpu, resident, paired) == cli.mapping_lanes(gpu, index[more], paired) \
-        == cli.PAIRED_MAPPING_LANES
-    assert cli.mapping_lanes(gpu, index[more + 1], paired) == cli.mapping_lanes(gpu, index[one], paired) \
-        == cli.MAPPING_LANES
-    assert cli.mapping_lanes(gpu, resident, single) == cli.mapping_lanes(gpu, index[one], single) == cli.MAPPING_LANES
-    assert cli.mapping_lanes(gpu, index[one + 1], paired) == cli.mapping_lanes(gpu, index[one + 1], single) == 1
-    assert cli.mapping_lanes(gpu, parts, paired) == 1
-    assert cli.mapping_lanes(pocl3, resident, paired) == cli.mapping_lanes(pocl3, resident, single) == 2
+    quarter = memory // cli.ONE_LANE_INDEX_SHARE
+    assert cli.ONE_LANE_INDEX_SHARE == 4 and cli.MAPPING_LANES == 2
+    assert cli.mapping_lanes(gpu, SimpleNamespace(resident=True, nbytes=300 << 20)) == 2
+    assert cli.mapping_lanes(gpu, SimpleNamespace(resident=True, nbytes=quarter)) == 2
+    assert cli.mapping_lanes(gpu, SimpleNamespace(resident=True, nbytes=quarter + 1)) == 1
+    assert cli.mapping_lanes(gpu, SimpleNamespace(resident=False, nbytes=quarter)) == 1
 
 
 def test_a_paired_run_prepares_mate_rescues_alignment_programs(lambda_index, device, monkeypatch) -> None:

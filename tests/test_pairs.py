@@ -294,7 +294,7 @@ def test_output_is_identical_across_batch_sizes_lanes_and_xa(lambda_pairs, tmp_p
     outputs = {}
     for lanes, batch, xa in [(1, 1000, False), (1, 7, False), (3, 1, False), (3, 13, False), (1, 1000, True),
                              (3, 5, True)]:
-        monkeypatch.setattr(cli, "mapping_lanes", lambda device, on_device, gpu_lanes=None: lanes)
+        monkeypatch.setattr(cli, "mapping_lanes", lambda device, on_device: lanes)
         out = tmp_path / f"o{lanes}_{batch}_{xa}.sam"
         assert run_map("-x", index, fq1, fq2, "-o", out, "-k", K, "--batch-size", batch, *(["--xa"] if xa else [])) == 0
         outputs.setdefault(xa, []).append([line for line in open(out) if not line.startswith("@PG")])
