@@ -211,10 +211,9 @@ def output_threads(threads: int | None) -> int:
     return threads or os.cpu_count() or 1
 
 
-UNWRITTEN_FORMATS = {  # output names whose format marose does not write, and what to do instead
-    ".cram": "CRAM is not written: write BAM (-o out.bam), or pipe SAM to `samtools view -C -T GENOME.fa -o OUT`",
-    ".gz": "compressed SAM is not written: write BAM (-o out.bam), or pipe SAM to `bgzip > OUT`",
-    ".bgz": "compressed SAM is not written: write BAM (-o out.bam), or pipe SAM to `bgzip > OUT`",
+UNWRITTEN_FORMATS = {  # endings of output names whose format marose does not write, and what to do instead
+    (".cram",): "CRAM is not written: write BAM (-o out.bam), or pipe SAM to `samtools view -C -T GENOME.fa -o OUT`",
+    (".gz", ".bgz"): "compressed SAM is not written: write BAM (-o out.bam), or pipe SAM to `bgzip > OUT`",
 }
 
 
@@ -223,8 +222,8 @@ def check_output_name(path: str | None) -> None:
     there under a name that says otherwise)."""
     if path is None:
         return
-    for suffix, instead in UNWRITTEN_FORMATS.items():
-        if path.lower().endswith(suffix):
+    for endings, instead in UNWRITTEN_FORMATS.items():
+        if path.lower().endswith(endings):
             raise MaroseError(f"{path}: {instead}")
 
 
